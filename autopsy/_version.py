@@ -1,0 +1,3 @@
+"""autopsy version."""
+
+__version__ = "0.1.0"

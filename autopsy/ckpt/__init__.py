@@ -1,0 +1,1 @@
+"""Checkpoint layouts and the resumability audit (arrives with ``autopsy ckpt``)."""

@@ -1,0 +1,99 @@
+"""Canonical scalar tag names: the alias table, as data, in one place.
+
+Writers spell the same quantity many ways (``train/loss``, ``train_loss``,
+``loss``; ``lr``, ``learning_rate``, ``train/learning_rate``). Rules ask for the
+canonical name; the raw name is always kept beside it in ``raw_tag``.
+
+Lookup order: the raw tag is normalised (lower case, ``-`` and spaces become
+``_``), looked up in :data:`TAG_ALIASES`; failing that, a known prefix
+(:data:`PREFIX_RULES`) is rewritten and the rest looked up again; failing that the
+normalised raw tag is the canonical name.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+#: canonical name -> the raw spellings (already normalised) that mean it.
+TAG_ALIASES: dict[str, tuple[str, ...]] = {
+    "loss": (
+        "loss", "train/loss", "train_loss", "training_loss", "training/loss", "train/lm_loss",
+        "lm_loss", "lm loss", "loss/train", "train/loss_step", "train_loss_step", "loss_step",
+    ),
+    "eval_loss": (
+        "eval_loss", "eval/loss", "val_loss", "val/loss", "validation_loss", "validation/loss",
+        "loss/eval", "loss/val", "valid_loss", "valid/loss", "test_loss", "test/loss",
+    ),
+    "grad_norm": (
+        "grad_norm", "train/grad_norm", "gradient_norm", "grad-norm", "grad norm", "gradnorm",
+        "train/gradient_norm", "grad_norm/total", "total_grad_norm", "global_grad_norm",
+    ),
+    "learning_rate": (
+        "learning_rate", "lr", "train/learning_rate", "train/lr", "learning-rate",
+        "learning rate", "lr-adamw", "lr-adam", "lr-sgd", "lr/group_0", "lr_group_0",
+    ),
+    "loss_scale": (
+        "loss_scale", "loss scale", "train/loss_scale", "loss_scaler", "scaler/scale",
+        "grad_scale", "train/grad_scale", "amp/loss_scale",
+    ),
+    "epoch": ("epoch", "train/epoch", "epochs"),
+    "step_time": (
+        "step_time", "train/step_time", "iteration_time", "iter_time", "time/step", "batch_time",
+        "elapsed time per iteration (ms)", "time_per_step",
+    ),
+    "data_time": ("data_time", "train/data_time", "time/data", "dataloader_time"),
+    "throughput": (
+        "throughput", "train/throughput", "samples_per_second", "train_samples_per_second",
+        "train/samples_per_second", "tokens_per_second", "train/tokens_per_second",
+        "tokens_per_sec", "samples/sec", "it/s",
+    ),
+    "skipped_steps": (
+        "skipped_steps", "number of skipped iterations", "skipped_iterations", "train/skipped",
+    ),
+    "eval_accuracy": ("eval_accuracy", "eval/accuracy", "val_acc", "val/acc", "val_accuracy"),
+    "accuracy": ("accuracy", "train/accuracy", "train_acc", "acc"),
+    "perplexity": ("perplexity", "ppl", "train/perplexity", "train/ppl"),
+    "eval_perplexity": ("eval_perplexity", "eval/perplexity", "val_ppl", "eval/ppl"),
+    "weight_norm": ("weight_norm", "param_norm", "params_norm", "parameter_norm"),
+}
+
+#: (raw prefix, canonical prefix) rewrites tried when the whole tag is not an alias.
+PREFIX_RULES: tuple[tuple[str, str], ...] = (
+    ("eval/", "eval_"),
+    ("val/", "eval_"),
+    ("validation/", "eval_"),
+    ("train/", ""),
+    ("training/", ""),
+)
+
+_LOOKUP: dict[str, str] = {
+    raw: canon for canon, raws in TAG_ALIASES.items() for raw in (canon, *raws)
+}
+
+
+def normalise(raw: str) -> str:
+    """Lower-case a raw tag and turn ``-`` and spaces into ``_``."""
+    return raw.strip().lower().replace("-", "_").replace(" ", "_")
+
+
+@lru_cache(maxsize=4096)
+def canonical_tag(raw: str) -> str:
+    """Return the canonical name of a raw scalar tag.
+
+    >>> canonical_tag("train/loss"), canonical_tag("lr"), canonical_tag("eval/accuracy")
+    ('loss', 'learning_rate', 'eval_accuracy')
+    """
+    for key in (raw.strip().lower(), normalise(raw)):
+        if key in _LOOKUP:
+            return _LOOKUP[key]
+    norm = normalise(raw)
+    for prefix, replacement in PREFIX_RULES:
+        if norm.startswith(prefix) and len(norm) > len(prefix):
+            rest = norm[len(prefix):]
+            if replacement == "":
+                if rest in _LOOKUP:
+                    return _LOOKUP[rest]
+                continue
+            candidate = replacement + rest
+            return _LOOKUP.get(candidate, candidate)
+    return norm

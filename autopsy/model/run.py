@@ -1,0 +1,131 @@
+"""The Run: one model of everything a run left behind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from autopsy.model.config import RunConfig
+from autopsy.model.problem import Problem
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """One file that a reader read: which reader, and how many rows it gave."""
+
+    path: str
+    reader: str
+    scalars: int = 0
+    events: int = 0
+    config: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-able dict."""
+        return {
+            "path": self.path,
+            "reader": self.reader,
+            "scalars": self.scalars,
+            "events": self.events,
+            "config": self.config,
+        }
+
+
+@dataclass
+class Run:
+    """Everything autopsy knows about one run.
+
+    Attributes:
+        root: the directory (or file) the run was loaded from.
+        scalars: the long scalars frame (see :mod:`autopsy.model.scalars`).
+        events: the events frame (see :mod:`autopsy.model.events`).
+        config: what the run was told to do, each value with its source.
+        checkpoints: checkpoint audit results (filled by ``autopsy.ckpt``).
+        problems: inputs that could not be read fully.
+        sources: the files read, with their reader and row counts.
+        unread: files found that no reader recognises (relative paths).
+    """
+
+    root: Path
+    scalars: pd.DataFrame
+    events: pd.DataFrame
+    config: RunConfig = field(default_factory=RunConfig)
+    checkpoints: list[Any] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    sources: list[SourceInfo] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+
+    @property
+    def tags(self) -> list[str]:
+        """Canonical tags present, sorted."""
+        return sorted(self.scalars["tag"].dropna().astype(str).unique().tolist())
+
+    def has(self, tag: str) -> bool:
+        """Whether the run has at least one point of canonical ``tag``."""
+        return bool((self.scalars["tag"] == tag).any())
+
+    def series(
+        self,
+        tag: str,
+        *,
+        rank: int | None = None,
+        segment: int | None = None,
+        source: str | None = None,
+    ) -> pd.Series:
+        """Return one canonical tag as a float Series indexed by step.
+
+        When several sources or segments hold the same step, the row from the
+        latest segment wins (the run as it finally went); pass ``segment`` to see
+        a pre-restart tail. ``rank=None`` takes rows of any rank only when the
+        run has a single rank (or none); otherwise it takes rank 0.
+        """
+        import pandas as pd
+
+        df = self.scalars
+        mask = df["tag"] == tag
+        if rank is not None:
+            mask &= df["rank"] == rank
+        else:
+            ranks = df.loc[mask, "rank"].dropna().unique()
+            if len(ranks) > 1:
+                mask &= df["rank"] == min(int(r) for r in ranks)
+        if segment is not None:
+            mask &= df["segment"] == segment
+        if source is not None:
+            mask &= df["source"] == source
+        sub = df.loc[mask, ["step", "segment", "value"]]
+        if sub.empty:
+            return pd.Series([], dtype="float64", name=tag, index=pd.Index([], name="step"))
+        sub = sub.sort_values(["step", "segment"], kind="stable")
+        sub = sub.drop_duplicates("step", keep="last")
+        out = pd.Series(sub["value"].to_numpy(), index=pd.Index(sub["step"].to_numpy(), name="step"))
+        out.name = tag
+        return out
+
+    def wide(self, tags: list[str] | None = None, *, rank: int | None = None) -> pd.DataFrame:
+        """Return a wide frame: one row per step, one column per canonical tag."""
+        import pandas as pd
+
+        names = tags if tags is not None else self.tags
+        cols = {t: self.series(t, rank=rank) for t in names}
+        if not cols:
+            return pd.DataFrame(index=pd.Index([], name="step"))
+        return pd.DataFrame(cols).sort_index()
+
+    def segments(self) -> list[dict[str, Any]]:
+        """Steps covered per segment: ``[{"segment", "first_step", "last_step", "points"}]``."""
+        if self.scalars.empty:
+            return []
+        grouped = self.scalars.groupby("segment", observed=True)["step"].agg(["min", "max", "size"])
+        return [
+            {
+                "segment": int(seg),
+                "first_step": int(row["min"]),
+                "last_step": int(row["max"]),
+                "points": int(row["size"]),
+            }
+            for seg, row in grouped.iterrows()
+        ]

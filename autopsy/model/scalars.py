@@ -1,0 +1,128 @@
+"""The long (tidy) scalars frame: every point kept, with provenance.
+
+Columns, in order: ``step`` (int64), ``tag`` (canonical, category), ``raw_tag``
+(as written, category), ``value`` (float64, NaN/Inf kept), ``wall_time``
+(float64 seconds, NaN if unknown), ``rank`` (nullable Int64), ``segment``
+(int64: 0, 1, 2... one per start/restart), ``source`` (path relative to the run,
+category).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from autopsy.model.aliases import canonical_tag
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+    import pandas as pd
+
+#: column -> pandas dtype of ``run.scalars``.
+SCALAR_COLUMNS: dict[str, str] = {
+    "step": "int64",
+    "tag": "category",
+    "raw_tag": "category",
+    "value": "float64",
+    "wall_time": "float64",
+    "rank": "Int64",
+    "segment": "int64",
+    "source": "category",
+}
+
+
+def empty_scalars() -> pd.DataFrame:
+    """Return a scalars frame with no rows and the right dtypes."""
+    import pandas as pd
+
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in SCALAR_COLUMNS.items()})
+
+
+def _categorical(values: Any, n: int) -> pd.Categorical:
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(values, pd.Categorical):
+        return values
+    if isinstance(values, str):
+        return pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[values])
+    return pd.Categorical(values)
+
+
+def make_scalars(
+    step: np.ndarray | Sequence[int],
+    raw_tag: pd.Categorical | Sequence[str] | str,
+    value: np.ndarray | Sequence[float],
+    *,
+    wall_time: np.ndarray | Sequence[float] | None = None,
+    rank: int | None | np.ndarray | Sequence[int | None] = None,
+    segment: int | np.ndarray | Sequence[int] = 0,
+    source: str | pd.Categorical | Sequence[str] = "",
+) -> pd.DataFrame:
+    """Build a scalars frame from column arrays; ``tag`` is derived from ``raw_tag``.
+
+    Scalars (a single ``str`` or ``int``) are broadcast. ``raw_tag`` may be a
+    ``pandas.Categorical`` (fastest: only its categories are canonicalised).
+    """
+    import numpy as np
+    import pandas as pd
+
+    steps = np.asarray(step, dtype=np.int64)
+    n = len(steps)
+    raw = _categorical(raw_tag, n)
+    canon = [canonical_tag(str(c)) for c in raw.categories]
+    uniq = list(dict.fromkeys(canon))
+    remap = np.array([uniq.index(c) for c in canon], dtype=np.int32)
+    codes = raw.codes
+    tag_codes = np.where(codes >= 0, remap[np.maximum(codes, 0)] if len(remap) else -1, -1)
+    tag = pd.Categorical.from_codes(tag_codes, categories=uniq)
+    values = np.asarray(value, dtype=np.float64)
+    walls = (
+        np.full(n, np.nan, dtype=np.float64)
+        if wall_time is None
+        else np.asarray(wall_time, dtype=np.float64)
+    )
+    if rank is None or isinstance(rank, (int, np.integer)):
+        ranks = pd.array(np.full(n, 0 if rank is None else int(rank)), dtype="Int64")
+        if rank is None:
+            ranks[:] = pd.NA
+    else:
+        ranks = pd.array(list(rank) if not isinstance(rank, np.ndarray) else rank, dtype="Int64")
+    segs = (
+        np.full(n, int(segment), dtype=np.int64)
+        if isinstance(segment, (int, np.integer))
+        else np.asarray(segment, dtype=np.int64)
+    )
+    frame = pd.DataFrame(
+        {
+            "step": steps,
+            "tag": tag,
+            "raw_tag": raw,
+            "value": values,
+            "wall_time": walls,
+            "rank": ranks,
+            "segment": segs,
+            "source": _categorical(source, n),
+        },
+        copy=False,
+    )
+    return frame
+
+
+def concat_scalars(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate scalars frames, keeping the categorical columns categorical."""
+    import pandas as pd
+    from pandas.api.types import union_categoricals
+
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return empty_scalars()
+    if len(frames) == 1:
+        return frames[0].reset_index(drop=True)
+    out: dict[str, Any] = {}
+    for col, dtype in SCALAR_COLUMNS.items():
+        if dtype == "category":
+            out[col] = union_categoricals([f[col].array for f in frames], ignore_order=True)
+        else:
+            out[col] = pd.concat([f[col] for f in frames], ignore_index=True)
+    return pd.DataFrame(out)

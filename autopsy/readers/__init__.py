@@ -1,0 +1,1 @@
+"""Readers: one module per input kind; ``discover`` walks a run and dispatches."""

@@ -1,0 +1,1 @@
+"""Rendering of runs and findings: terminal, JSON, exports. Rendering only."""

@@ -1,0 +1,1 @@
+"""Rules: one module per rule (arrives with the rules engine)."""

@@ -1,0 +1,1 @@
+"""Pure numeric helpers over series (arrive with the rules engine)."""
