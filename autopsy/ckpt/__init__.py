@@ -1,1 +1,0 @@
-"""Checkpoint layouts and the resumability audit (arrives with ``autopsy ckpt``)."""

@@ -1,1 +1,0 @@
-"""Rules: one module per rule (arrives with the rules engine)."""

@@ -1,1 +1,0 @@
-"""Pure numeric helpers over series (arrive with the rules engine)."""
