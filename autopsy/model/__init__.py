@@ -11,7 +11,8 @@ from autopsy.model.events import EVENT_COLUMNS, EventKind, empty_events
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.problem import Problem
 from autopsy.model.run import Run, SourceInfo
-from autopsy.model.scalars import SCALAR_COLUMNS, empty_scalars, make_scalars
+from autopsy.model.scalars import SCALAR_COLUMNS, concat_scalars, empty_scalars, make_scalars
+from autopsy.model.verdict import Verdict
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -27,7 +28,9 @@ __all__ = [
     "RunConfig",
     "Severity",
     "SourceInfo",
+    "Verdict",
     "canonical_tag",
+    "concat_scalars",
     "empty_events",
     "empty_scalars",
     "make_scalars",

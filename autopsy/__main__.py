@@ -1,0 +1,5 @@
+"""``python -m autopsy``."""
+
+from autopsy.cli import main
+
+main()

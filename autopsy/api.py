@@ -1,0 +1,118 @@
+"""The public API: read a run directory into one :class:`~autopsy.model.Run`."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+
+from autopsy.errors import RunNotFound
+from autopsy.model.config import RunConfig
+from autopsy.model.events import empty_events
+from autopsy.model.problem import Problem
+from autopsy.model.run import Run, SourceInfo
+from autopsy.model.scalars import concat_scalars
+from autopsy.model.verdict import Verdict
+from autopsy.readers.base import RunPart
+from autopsy.readers.discover import Discovery, discover, reader_modules
+
+
+def _read_with(module: ModuleType, paths: list[Path], found: Discovery) -> list[RunPart]:
+    """Run one reader over its files; an unexpected failure becomes a problem."""
+    rels = [found.rel(p) for p in paths]
+    group = getattr(module, "read_group", None)
+    jobs: list[tuple[list[Path], list[str]]] = (
+        [(paths, rels)] if group is not None else [([p], [r]) for p, r in zip(paths, rels)]
+    )
+    parts: list[RunPart] = []
+    for job_paths, job_rels in jobs:
+        try:
+            if group is not None:
+                parts.append(group(job_paths, job_rels))
+            else:
+                parts.append(module.read(job_paths[0], job_rels[0]))
+        except Exception as exc:  # a reader bug must degrade the report, not crash it
+            what = f"{module.NAME} reader failed: {type(exc).__name__}: {exc}"
+            parts.append(RunPart(problems=[Problem(r, what, kind="reader_error") for r in job_rels]))
+    return parts
+
+
+def load_run(path: str | os.PathLike[str]) -> Run:
+    """Read everything a run left behind into one :class:`~autopsy.model.Run`.
+
+    ``path`` may be a run directory (an HF ``output_dir``, a TensorBoard logdir,
+    any folder) or a single file. Nothing is ever written there. Files that no
+    reader recognises are listed in ``run.unread``; inputs that could not be read
+    fully are in ``run.problems``.
+
+    Raises:
+        RunNotFound: ``path`` does not exist.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise RunNotFound(f"no such file or directory: {root}")
+    if not (root.is_dir() or root.is_file()):
+        raise RunNotFound(f"not a file or directory: {root}")
+    found = discover(root)
+    modules = {m.NAME: m for m in reader_modules()}
+    config = RunConfig()
+    scalar_frames = []
+    event_frames = []
+    problems = list(found.problems)
+    sources: list[SourceInfo] = []
+    for name, module in modules.items():  # sniffing order = config priority
+        paths = found.by_reader.get(name)
+        if not paths:
+            continue
+        parts = _read_with(module, paths, found)
+        scalar_counts: Counter[str] = Counter()
+        event_counts: Counter[str] = Counter()
+        config_counts: Counter[str] = Counter()
+        for part in parts:
+            if part.scalars is not None and len(part.scalars):
+                scalar_frames.append(part.scalars)
+                scalar_counts.update(part.scalars["source"].value_counts().to_dict())
+            if part.events is not None and len(part.events):
+                event_frames.append(part.events)
+                event_counts.update(part.events["source"].value_counts().to_dict())
+            for entry in part.config:
+                config.add(entry)
+                config_counts[entry.source] += 1
+            problems.extend(part.problems)
+        for p in paths:
+            rel = found.rel(p)
+            sources.append(SourceInfo(rel, name, scalar_counts[rel], event_counts[rel],
+                                      config_counts[rel]))
+    import pandas as pd
+
+    events = (
+        pd.concat(event_frames, ignore_index=True) if event_frames else empty_events()
+    )
+    return Run(
+        root=root,
+        scalars=concat_scalars(scalar_frames),
+        events=events,
+        config=config,
+        problems=problems,
+        sources=sorted(sources, key=lambda s: s.path),
+        unread=[found.rel(p) for p in found.unread],
+    )
+
+
+def is_empty(run: Run) -> bool:
+    """Whether nothing at all could be read from the run (no rows, no config)."""
+    return run.scalars.empty and run.events.empty and len(run.config) == 0
+
+
+def summary_verdict(run: Run) -> Verdict:
+    """The verdict of a run summary made before any rule has run.
+
+    It is always ``unknown``: a summary never counts as healthy.
+    """
+    if is_empty(run):
+        return Verdict.unknown("nothing readable was found in the run")
+    return Verdict.unknown(
+        "no rules were run: this report summarises what was read "
+        f"({len(run.scalars):,} scalar points, {len(run.config)} config values)"
+    )

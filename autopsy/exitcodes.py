@@ -1,0 +1,18 @@
+"""Exit codes of the ``autopsy`` command: a contract scripts rely on."""
+
+from __future__ import annotations
+
+#: The run is healthy / the checkpoint is resumable / an export succeeded.
+OK = 0
+#: A failure was found / the checkpoint is not resumable.
+FAILURE = 1
+#: Usage error, or nothing readable at the path given.
+USAGE = 2
+#: The run was read but no decision could be made (verdict ``unknown``).
+UNDECIDED = 3
+
+HELP_TEXT = (
+    "Exit codes: 0 healthy (or resumable, or export written); 1 a failure was found "
+    "(or not resumable); 2 usage error or nothing readable; 3 read, but could not decide "
+    "(verdict unknown)."
+)

@@ -1,0 +1,119 @@
+"""Walk a run directory, recognise each file, and dispatch it to its reader.
+
+Discovery reads only: it never writes anything into the run directory. It follows
+symlinked directories once (a visited set of ``(st_dev, st_ino)`` breaks loops),
+records every file it has no reader for, and turns a reader's unexpected failure
+into a recorded problem instead of a crash.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from autopsy.model.problem import Problem
+
+#: Reader modules, in the order they are asked to sniff a file. The first that
+#: recognises a file gets it. Config from earlier readers wins over later ones.
+READER_MODULES: tuple[str, ...] = (
+    "autopsy.readers.training_args",
+    "autopsy.readers.trainer_state",
+    "autopsy.readers.hf_config",
+    "autopsy.readers.tensorboard",
+)
+
+#: Directory names never descended into (tool caches, VCS metadata).
+SKIP_DIRS: frozenset[str] = frozenset({".git", "__pycache__", ".ipynb_checkpoints", ".hg", ".svn"})
+
+#: Walking stops (with a recorded problem) after this many files.
+MAX_FILES = 200_000
+
+
+@dataclass
+class Discovery:
+    """What a walk found: files per reader, files nobody reads, problems."""
+
+    root: Path
+    by_reader: dict[str, list[Path]] = field(default_factory=dict)
+    unread: list[Path] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def rel(self, path: Path) -> str:
+        """Return ``path`` relative to the run root, with ``/`` separators."""
+        if self.root.is_file():
+            return path.name
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+
+def reader_modules() -> list[ModuleType]:
+    """Import and return the reader modules, in sniffing order."""
+    return [importlib.import_module(name) for name in READER_MODULES]
+
+
+def walk_files(root: Path, problems: list[Problem]) -> Iterator[Path]:
+    """Yield every regular file under ``root``, sorted per directory, loop-safe."""
+    if root.is_file():
+        yield root
+        return
+    seen: set[tuple[int, int]] = set()
+    stack: list[Path] = [root]
+    count = 0
+    while stack:
+        directory = stack.pop()
+        try:
+            st = directory.stat()
+        except OSError as exc:
+            problems.append(Problem(str(directory), f"cannot stat directory: {exc.strerror}",
+                                    kind="unreadable"))
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(Problem(str(directory), f"cannot list directory: {exc.strerror}",
+                                    kind="unreadable"))
+            continue
+        subdirs: list[Path] = []
+        for entry in entries:
+            try:
+                if entry.is_dir():
+                    if entry.name not in SKIP_DIRS:
+                        subdirs.append(Path(entry.path))
+                elif entry.is_file():
+                    count += 1
+                    if count > MAX_FILES:
+                        problems.append(Problem(str(root), f"more than {MAX_FILES} files; "
+                                                "the rest were not looked at", kind="too_many_files"))
+                        return
+                    yield Path(entry.path)
+            except OSError:
+                continue
+        stack.extend(reversed(subdirs))
+
+
+def discover(root: Path) -> Discovery:
+    """Walk ``root`` and assign every file to the first reader that sniffs it."""
+    found = Discovery(root=root)
+    modules = reader_modules()
+    for path in walk_files(root, found.problems):
+        for module in modules:
+            try:
+                recognised = bool(module.sniff(path))
+            except Exception:  # a sniff must never take discovery down
+                recognised = False
+            if recognised:
+                found.by_reader.setdefault(module.NAME, []).append(path)
+                break
+        else:
+            found.unread.append(path)
+    return found

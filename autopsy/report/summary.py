@@ -1,0 +1,50 @@
+"""What a run summary shows, computed once and shared by the text and JSON forms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autopsy.model.run import Run
+
+
+def tag_table(run: Run) -> list[dict[str, Any]]:
+    """One row per canonical tag: raw spellings, points, step range, non-finite count."""
+    import numpy as np
+
+    df = run.scalars
+    if df.empty:
+        return []
+    rows = []
+    finite = np.isfinite(df["value"].to_numpy())
+    for tag, idx in df.groupby("tag", observed=True).indices.items():
+        steps = df["step"].to_numpy()[idx]
+        raws = sorted({str(r) for r in df["raw_tag"].to_numpy()[idx]})
+        rows.append(
+            {
+                "tag": str(tag),
+                "raw_tags": raws,
+                "points": len(idx),
+                "first_step": int(steps.min()),
+                "last_step": int(steps.max()),
+                "non_finite": int((~finite[idx]).sum()),
+            }
+        )
+    return sorted(rows, key=lambda r: r["tag"])
+
+
+def run_summary(run: Run) -> dict[str, Any]:
+    """The ``run`` object of the JSON report (and the content of the text summary)."""
+    steps = run.scalars["step"]
+    return {
+        "path": run.root.as_posix(),
+        "sources": [s.to_dict() for s in run.sources],
+        "unread": list(run.unread),
+        "steps": (
+            {"first": int(steps.min()), "last": int(steps.max())} if len(steps) else None
+        ),
+        "segments": run.segments(),
+        "tags": tag_table(run),
+        "config": run.config.to_dict(),
+        "points": len(run.scalars),
+        "events": len(run.events),
+    }

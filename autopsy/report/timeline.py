@@ -1,0 +1,74 @@
+"""Export of the long scalars frame (``autopsy timeline``): CSV, JSON or Parquet."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import IO, TYPE_CHECKING
+
+from autopsy.report.jsonable import NON_FINITE
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+#: The exported columns, exactly, in this order.
+TIMELINE_COLUMNS: tuple[str, ...] = (
+    "step", "tag", "raw_tag", "value", "wall_time", "rank", "segment", "source",
+)
+
+FORMATS: tuple[str, ...] = ("csv", "json", "parquet")
+
+
+def select_tags(scalars: pd.DataFrame, tags: Sequence[str]) -> pd.DataFrame:
+    """Keep the rows whose canonical or raw tag is one of ``tags`` (all if empty)."""
+    if not tags:
+        return scalars
+    wanted = set(tags)
+    mask = scalars["tag"].isin(wanted) | scalars["raw_tag"].isin(wanted)
+    return scalars.loc[mask]
+
+
+def _float_text(x: float) -> str:
+    if math.isfinite(x):
+        return repr(x)
+    return {"nan": "nan", "inf": "inf", "-inf": "-inf"}[repr(x)]
+
+
+def write_csv(frame: pd.DataFrame, out: IO[str]) -> None:
+    """CSV with a header; ``value`` keeps NaN/Inf as ``nan``/``inf``/``-inf``.
+
+    Empty cells mean "unknown" (``wall_time``, ``rank``).
+    """
+    df = frame.loc[:, list(TIMELINE_COLUMNS)].copy()
+    df["value"] = [_float_text(v) for v in df["value"].to_numpy()]
+    df.to_csv(out, index=False, lineterminator="\n")
+
+
+def write_json(frame: pd.DataFrame, out: IO[str]) -> None:
+    """A JSON array of row objects; non-finite values as ``"NaN"``/``"Infinity"``."""
+    out.write("[")
+    cols = list(TIMELINE_COLUMNS)
+    arrays = {c: frame[c].to_numpy() for c in cols}
+    for i in range(len(frame)):
+        row = {}
+        for c in cols:
+            v = arrays[c][i]
+            if c in ("value", "wall_time"):
+                fv = float(v)
+                row[c] = fv if math.isfinite(fv) else (None if c == "wall_time" and
+                                                         math.isnan(fv) else
+                                                         NON_FINITE[repr(fv)])
+            elif c in ("step", "segment"):
+                row[c] = int(v)
+            elif c == "rank":
+                row[c] = None if v is None or v.__class__.__name__ == "NAType" else int(v)
+            else:
+                row[c] = str(v)
+        out.write(("\n  " if i == 0 else ",\n  ") + json.dumps(row, allow_nan=False))
+    out.write("\n]\n" if len(frame) else "]\n")
+
+
+def write_parquet(frame: pd.DataFrame, path: str) -> None:
+    """Parquet (needs pyarrow: ``pip install 'train-autopsy[parquet]'``)."""
+    frame.loc[:, list(TIMELINE_COLUMNS)].reset_index(drop=True).to_parquet(path, index=False)

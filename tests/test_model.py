@@ -1,0 +1,101 @@
+"""The run model: the scalars frame, series, config provenance, verdict."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from autopsy.model import (
+    SCALAR_COLUMNS,
+    ConfigValue,
+    Family,
+    Run,
+    RunConfig,
+    Verdict,
+    concat_scalars,
+    empty_events,
+    empty_scalars,
+    make_scalars,
+)
+
+
+def test_make_scalars_has_contract_columns_and_dtypes() -> None:
+    df = make_scalars([1, 2], ["train/loss", "lr"], [0.5, float("nan")], source="a/b")
+    assert list(df.columns) == list(SCALAR_COLUMNS)
+    assert str(df["step"].dtype) == "int64"
+    assert str(df["rank"].dtype) == "Int64"
+    assert df["tag"].astype(str).tolist() == ["loss", "learning_rate"]
+    assert df["raw_tag"].astype(str).tolist() == ["train/loss", "lr"]
+    assert math.isnan(df["value"].iloc[1])
+    assert df["wall_time"].isna().all()
+    assert df["rank"].isna().all()
+    assert df["source"].astype(str).tolist() == ["a/b", "a/b"]
+
+
+def test_concat_keeps_categoricals_and_rows() -> None:
+    a = make_scalars([1], ["loss"], [1.0], source="x")
+    b = make_scalars([2], ["eval/loss"], [2.0], source="y", segment=1, rank=3)
+    both = concat_scalars([a, b])
+    assert len(both) == 2
+    assert str(both["tag"].dtype) == "category"
+    assert both["tag"].astype(str).tolist() == ["loss", "eval_loss"]
+    assert both["rank"].tolist()[1] == 3
+    assert both["segment"].tolist() == [0, 1]
+    assert concat_scalars([]).empty
+
+
+def _run(frame) -> Run:
+    return Run(root=Path("."), scalars=frame, events=empty_events())
+
+
+def test_series_prefers_latest_segment_at_a_step() -> None:
+    seg0 = make_scalars([1, 2, 3], "loss", [3.0, 2.0, 9.0], segment=0)
+    seg1 = make_scalars([3, 4], "loss", [1.5, 1.0], segment=1)
+    run = _run(concat_scalars([seg0, seg1]))
+    s = run.series("loss")
+    assert s.index.tolist() == [1, 2, 3, 4]
+    assert s.tolist() == [3.0, 2.0, 1.5, 1.0]
+    assert run.series("loss", segment=0).tolist() == [3.0, 2.0, 9.0]
+    assert run.segments() == [
+        {"segment": 0, "first_step": 1, "last_step": 3, "points": 3},
+        {"segment": 1, "first_step": 3, "last_step": 4, "points": 2},
+    ]
+
+
+def test_series_of_missing_tag_is_empty() -> None:
+    run = _run(empty_scalars())
+    assert run.series("loss").empty
+    assert not run.has("loss")
+    assert run.tags == []
+
+
+def test_wide_view_aligns_tags_on_step() -> None:
+    run = _run(concat_scalars([
+        make_scalars([1, 2], "loss", [1.0, 0.5]),
+        make_scalars([2], "lr", [1e-3]),
+    ]))
+    wide = run.wide()
+    assert list(wide.columns) == ["learning_rate", "loss"]
+    assert np.isnan(wide.loc[1, "learning_rate"])
+    assert wide.loc[2, "learning_rate"] == 1e-3
+
+
+def test_config_first_source_wins_and_all_are_kept() -> None:
+    cfg = RunConfig([
+        ConfigValue("learning_rate", 1e-4, "training_args.bin"),
+        ConfigValue("learning_rate", 5e-4, "events.out.tfevents.1"),
+    ])
+    assert cfg["learning_rate"] == 1e-4
+    assert cfg.get_entry("learning_rate").source == "training_args.bin"
+    assert len(cfg.all_entries()) == 2
+    assert cfg.to_dict() == {"learning_rate": {"value": 1e-4, "source": "training_args.bin"}}
+    assert cfg.get("missing", 7) == 7
+
+
+def test_unknown_verdict_is_not_healthy() -> None:
+    v = Verdict.unknown("no rules ran")
+    assert v.family is Family.UNKNOWN
+    assert v.to_dict()["family"] == "unknown"
+    assert v.to_dict()["message"] == "no rules ran"
