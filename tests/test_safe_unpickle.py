@@ -403,7 +403,7 @@ def test_torch_loader_rejects_non_torch_input(tmp_path: Path) -> None:
     path = tmp_path / "not_torch.zip"
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("readme.txt", "hello")
-    with pytest.raises(su.UnpickleError, match="data.pkl"):
+    with pytest.raises(su.UnpickleError, match=r"data\.pkl"):
         su.load_torch(path)
     with pytest.raises(su.UnpickleError):
         su.load_torch(b"PK\x03\x04garbage")
