@@ -1,0 +1,134 @@
+"""The CLI contract: formats, columns, exit codes, one-line errors, cheap start-up."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from autopsy.cli import cli
+from autopsy.report.timeline import TIMELINE_COLUMNS
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_analyze_json_follows_the_report_contract(tb_run: Path) -> None:
+    result = invoke("analyze", str(tb_run), "--format", "json")
+    assert result.exit_code == 3, result.output
+    report = json.loads(result.output)
+    assert {"schema_version", "autopsy_version", "run", "verdict", "findings", "skipped",
+            "problems"} <= set(report)
+    verdict = report["verdict"]
+    assert verdict["family"] == "unknown"
+    assert {"family", "cause", "code", "step", "ranks", "confidence", "title",
+            "message"} <= set(verdict)
+    run = report["run"]
+    tags = {t["tag"]: t for t in run["tags"]}
+    assert tags["loss"]["non_finite"] == 1
+    assert run["segments"][0]["segment"] == 0
+    assert "notes.txt" in run["unread"]
+
+
+def test_analyze_text_is_plain_when_piped(tb_run: Path) -> None:
+    result = invoke("analyze", str(tb_run))
+    assert result.exit_code == 3
+    assert "\x1b[" not in result.output
+    assert "Sources read" in result.output
+    assert "trainer_state.json" in result.output
+
+
+def test_analyze_writes_to_output_file_by_extension(tb_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    result = invoke("analyze", str(tb_run), "-o", str(out))
+    assert result.exit_code == 3
+    assert json.loads(out.read_text())["schema_version"] == 1
+
+
+@pytest.mark.parametrize("make", ["missing", "empty", "junk"])
+def test_bad_paths_exit_2_with_one_line(tmp_path: Path, make: str) -> None:
+    target = tmp_path / "target"
+    if make != "missing":
+        target.mkdir()
+    if make == "junk":
+        (target / "random.bin").write_bytes(bytes(range(256)) * 4)
+    proc = subprocess.run([sys.executable, "-m", "autopsy", "analyze", str(target)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("autopsy: error:"), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_timeline_csv_has_exact_columns_and_keeps_nan(tb_run: Path) -> None:
+    result = invoke("timeline", str(tb_run))
+    assert result.exit_code == 0
+    assert result.output.splitlines()[0] == ",".join(TIMELINE_COLUMNS)
+    df = pd.read_csv(io.StringIO(result.output))
+    assert len(df) == 48
+    state = df[df["source"] == "trainer_state.json"]
+    assert state["value"].isna().sum() == 1
+    assert (state["value"] == float("inf")).sum() == 1
+
+
+def test_timeline_tag_filter_accepts_canonical_and_raw(tb_run: Path) -> None:
+    canon = pd.read_csv(io.StringIO(invoke("timeline", str(tb_run), "--tag", "loss").output))
+    raw = pd.read_csv(io.StringIO(invoke("timeline", str(tb_run), "--tag", "train/loss").output))
+    assert set(canon["tag"]) == {"loss"} and len(canon) == 22
+    assert set(raw["raw_tag"]) == {"train/loss"} and len(raw) == 20
+    bad = CliRunner().invoke(cli, ["timeline", str(tb_run), "--tag", "nope"])
+    assert bad.exit_code == 2
+
+
+def test_timeline_json_keeps_non_finite_as_strings(tb_run: Path) -> None:
+    rows = json.loads(invoke("timeline", str(tb_run), "--format", "json").output)
+    assert list(rows[0]) == list(TIMELINE_COLUMNS)
+    values = [r["value"] for r in rows if r["source"] == "trainer_state.json"]
+    assert "NaN" in values and "Infinity" in values
+
+
+def test_timeline_parquet_round_trips(tb_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t.parquet"
+    assert invoke("timeline", str(tb_run), "-o", str(out)).exit_code == 0
+    df = pd.read_parquet(out)
+    assert list(df.columns) == list(TIMELINE_COLUMNS)
+    assert len(df) == 48
+
+
+def test_cli_does_not_write_into_the_run(tb_run: Path, snapshot) -> None:
+    before = snapshot(tb_run)
+    invoke("analyze", str(tb_run), "--format", "json")
+    invoke("timeline", str(tb_run))
+    assert snapshot(tb_run) == before
+
+
+def test_help_imports_nothing_heavy() -> None:
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from autopsy.cli import cli\n"
+        "for args in (['--help'], ['analyze', '--help'], ['timeline', '--help']):\n"
+        "    r = CliRunner().invoke(cli, args)\n"
+        "    assert r.exit_code == 0, r.output\n"
+        "heavy = [m for m in ('pandas', 'numpy', 'torch', 'tensorboard', 'rich') "
+        "if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""
+
+
+def test_help_documents_exit_codes() -> None:
+    for args in (["--help"], ["analyze", "--help"], ["timeline", "--help"]):
+        out = invoke(*args).output
+        assert "Exit codes" in out and "3" in out

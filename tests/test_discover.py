@@ -1,0 +1,67 @@
+"""Discovery: recognise files, list the rest, survive loops, write nothing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from autopsy.api import load_run
+from autopsy.errors import RunNotFound
+
+
+def test_load_run_reads_event_files_and_trainer_state(tb_run: Path) -> None:
+    run = load_run(tb_run)
+    readers = {s.reader for s in run.sources}
+    assert {"tensorboard", "trainer_state"} <= readers
+    assert "notes.txt" in run.unread
+    assert {"loss", "learning_rate", "grad_norm", "epoch"} <= set(run.tags)
+    tb = run.scalars[run.scalars["source"].astype(str).str.contains("tfevents")]
+    assert len(tb) == 40
+    assert tb["wall_time"].notna().all()
+    counts = {s.path: s.scalars for s in run.sources}
+    assert counts["trainer_state.json"] == 8
+
+
+def test_symlink_loop_is_walked_once(tb_run: Path) -> None:
+    os.symlink(tb_run, tb_run / "runs" / "loop")
+    run = load_run(tb_run)
+    event_sources = [s for s in run.sources if s.reader == "tensorboard"]
+    assert len(event_sources) == 1
+
+
+def test_symlinked_directory_is_followed(tb_run: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    (tb_run / "runs").rename(elsewhere)
+    os.symlink(elsewhere, tb_run / "runs")
+    run = load_run(tb_run)
+    assert any(s.reader == "tensorboard" for s in run.sources)
+
+
+def test_nothing_is_written_into_the_run(tb_run: Path, snapshot) -> None:
+    before = snapshot(tb_run)
+    load_run(tb_run)
+    assert snapshot(tb_run) == before
+
+
+def test_missing_path_raises_typed_error(tmp_path: Path) -> None:
+    with pytest.raises(RunNotFound):
+        load_run(tmp_path / "nope")
+
+
+def test_single_file_can_be_loaded(tb_run: Path) -> None:
+    event_file = next((tb_run / "runs" / "exp").glob("events.out.tfevents.*"))
+    run = load_run(event_file)
+    assert len(run.scalars) == 40
+    assert run.sources[0].path == event_file.name
+
+
+def test_broken_reader_input_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "events.out.tfevents.123.host").write_bytes(b"this is not an event file\n")
+    (tmp_path / "trainer_state.json").write_text('{"log_history": [{"step": 1, "loss": 0.5}, {"st')
+    run = load_run(tmp_path)
+    kinds = {p.kind for p in run.problems}
+    assert "invalid_json" in kinds
+    assert run.series("loss").tolist() == [0.5]
+    assert any("tfevents" in p.source for p in run.problems)
