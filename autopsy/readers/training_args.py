@@ -1,0 +1,134 @@
+"""Hugging Face Trainer ``training_args.bin``, read without unpickling any code.
+
+The Trainer writes its ``TrainingArguments`` with ``torch.save`` (a torch zip
+file; older versions or ``_use_new_zipfile_serialization=False`` give the legacy
+format; a plain pickle is accepted too). The file is read with
+:mod:`autopsy.formats.safe_unpickle`: nothing it names is imported or called.
+The arguments object is the placeholder whose state has a ``learning_rate``;
+its class (``transformers.training_args.TrainingArguments``, or a subclass such
+as TRL's ``SFTConfig``) is emitted as ``training_args_class``.
+
+Config emitted (when present in the file): :data:`MAIN_KEYS`, then
+:data:`EXTRA_KEYS`. Enum values (``lr_scheduler_type``, ``optim``, strategies)
+become their string value (``"linear"``, ``"adamw_torch_fused"``); values that
+are neither plain data nor enums are not emitted.
+
+A file that references dangerous globals (``os.system``, ``builtins.eval`` ...)
+gives an ``unsafe_pickle`` problem naming the file and the globals; they are never
+executed, and the benign values beside them are still used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from autopsy.formats import safe_unpickle
+from autopsy.model.config import ConfigValue
+from autopsy.model.problem import Problem
+from autopsy.readers.base import RunPart, head
+
+NAME = "training_args"
+FILE_NAME = "training_args.bin"
+
+#: The keys rules read (see ``autopsy.model.config.KNOWN_KEYS``).
+MAIN_KEYS: tuple[str, ...] = (
+    "learning_rate", "warmup_steps", "warmup_ratio", "lr_scheduler_type", "max_grad_norm",
+    "fp16", "bf16", "per_device_train_batch_size", "gradient_accumulation_steps",
+    "weight_decay", "optim", "seed", "num_train_epochs", "max_steps", "logging_steps",
+    "save_steps", "eval_steps",
+)
+#: Further keys worth keeping: optimizer, strategies, resume and precision details.
+EXTRA_KEYS: tuple[str, ...] = (
+    "per_device_eval_batch_size", "adam_beta1", "adam_beta2", "adam_epsilon",
+    "lr_scheduler_kwargs", "label_smoothing_factor", "eval_strategy", "evaluation_strategy",
+    "save_strategy", "logging_strategy", "save_total_limit", "save_only_model",
+    "load_best_model_at_end", "metric_for_best_model", "ignore_data_skip",
+    "resume_from_checkpoint", "data_seed", "full_determinism", "gradient_checkpointing",
+    "torch_compile", "half_precision_backend", "fp16_opt_level", "tf32",
+    "dataloader_drop_last", "deepspeed", "fsdp", "output_dir",
+)
+
+_PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl")
+#: Largest file read (a training_args.bin is a few kB).
+MAX_BYTES = 64 * 1024 * 1024
+
+
+def sniff(path: Path) -> bool:
+    """``training_args.bin``, or a ``*training_args*`` pickle/torch file by its first bytes."""
+    if path.name == FILE_NAME:
+        return True
+    if "training_args" not in path.name or path.suffix not in _PICKLE_SUFFIXES:
+        return False
+    start = head(path, 4)
+    return start.startswith(b"PK\x03\x04") or start.startswith(b"\x80")
+
+
+def _plain(value: Any, depth: int = 0) -> tuple[bool, Any]:
+    """``(True, value)`` for plain data (enums become their value), else ``(False, None)``."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True, value
+    if depth > 4:
+        return False, None
+    if isinstance(value, safe_unpickle.Call):
+        inner = value.value
+        if inner is not None and isinstance(inner, (bool, int, float, str)):
+            return True, inner
+        return False, None
+    if isinstance(value, (list, tuple)):
+        items = [_plain(v, depth + 1) for v in value]
+        return (True, [v for _, v in items]) if all(ok for ok, _ in items) else (False, None)
+    if isinstance(value, dict):
+        pairs = {str(k): _plain(v, depth + 1) for k, v in value.items()}
+        if all(ok for ok, _ in pairs.values()):
+            return True, {k: v for k, (_, v) in pairs.items()}
+    return False, None
+
+
+def _find_args(obj: Any) -> tuple[str, dict[Any, Any]] | None:
+    """The arguments' class name and state: the first object holding a ``learning_rate``."""
+    if isinstance(obj, dict) and "learning_rate" in obj:
+        return "dict", obj
+    for value, _ in safe_unpickle.walk(obj):
+        if isinstance(value, safe_unpickle.Call):
+            state = value.state_dict
+            if state is not None and "learning_rate" in state:
+                return value.func_name, state
+    return None
+
+
+def read(path: Path, rel: str) -> RunPart:
+    """Read a ``training_args.bin`` safely; emit its config (see the module docstring)."""
+    part = RunPart()
+    try:
+        with open(path, "rb") as fh:
+            loaded = safe_unpickle.load_torch(fh, max_bytes=MAX_BYTES)
+    except OSError as exc:
+        part.problems.append(Problem(rel, f"cannot read: {exc.strerror}", kind="unreadable"))
+        return part
+    except safe_unpickle.UnpickleError as exc:
+        kind = "truncated" if isinstance(exc, safe_unpickle.PickleTruncated) else "invalid_pickle"
+        part.problems.append(Problem(rel, f"cannot read the training arguments: {exc}",
+                                     kind=kind))
+        return part
+    found = _find_args(loaded.obj)
+    dangerous = loaded.dangerous
+    if dangerous:
+        names = ", ".join(dangerous)
+        part.problems.append(Problem(
+            rel, f"{rel} references {names}, which would run code when unpickled; "
+            "autopsy did not execute it",
+            used="the plain values beside it" if found else "", kind="unsafe_pickle",
+            count=len(dangerous)))
+    if found is None:
+        part.problems.append(Problem(rel, "no TrainingArguments object (nothing with a "
+                                     "learning_rate) in the file", kind="unexpected_structure"))
+        return part
+    class_name, state = found
+    part.config.append(ConfigValue("training_args_class", class_name, rel))
+    for key in (*MAIN_KEYS, *EXTRA_KEYS):
+        if key in state:
+            ok, value = _plain(state[key])
+            if ok:
+                part.config.append(ConfigValue(key, value, rel))
+    return part
