@@ -37,6 +37,8 @@ from autopsy.formats.tfrecord import FramingReport, RecordGroup, TFRecordFile
 MAX_TEMPLATES = 32
 #: Smallest bytes per scalar in an event file (bounds the output size).
 _MIN_BYTES_PER_SCALAR = 7
+#: Most scalars reserved up front (virtual memory only); past it the arrays grow.
+_MAX_RESERVE = 1 << 25
 
 
 @dataclass
@@ -293,7 +295,7 @@ def read_event_scalars(path: Path | str, window: int | None = None) -> EventScal
     """
     kwargs = {} if window is None else {"window": window}
     with TFRecordFile(path, **kwargs) as tf:
-        out = _Output(tf.size // _MIN_BYTES_PER_SCALAR + 16)
+        out = _Output(min(tf.size // _MIN_BYTES_PER_SCALAR + 16, _MAX_RESERVE))
         dec = _Decoder(out)
         for win in tf.windows():
             sink = _Sink(out, win.count)
