@@ -147,6 +147,8 @@ def test_nan_infinity_and_numeric_strings() -> None:
     loss = values("loss")
     assert loss[0] == 2.5 and math.isnan(loss[1]) and math.isnan(loss[2]) and len(loss) == 3
     assert "note" not in set(s["raw_tag"])
+    assert "step" not in set(s["raw_tag"])  # a float step (4.0) is the step, not a value
+    assert sorted(set(s["step"])) == [1, 2, 3, 4]
     kinds = {p.kind: p for p in part.problems}
     assert kinds["non_numeric"].count == 3  # "not a number", "oops", [1, 2]
     assert "not a number" in kinds["non_numeric"].what

@@ -131,3 +131,14 @@ def test_damaged_files_are_problems(tmp_path: Path, data: bytes, kind: str) -> N
 def test_missing_file_is_a_problem(tmp_path: Path) -> None:
     part = training_args.read(tmp_path / "training_args.bin", "training_args.bin")
     assert [p.kind for p in part.problems] == ["unreadable"]
+
+
+def test_none_is_kept_for_main_keys_only(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    args = make_args(tmp_path / "out")
+    args.max_grad_norm = None
+    path = tmp_path / "training_args.bin"
+    torch.save(args, path)
+    config = config_of(training_args.read(path, "training_args.bin"))
+    assert "max_grad_norm" in config and config["max_grad_norm"] is None
+    assert "resume_from_checkpoint" not in config  # an extra key, None in the file

@@ -37,7 +37,6 @@ linear in the file size.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -236,6 +235,11 @@ def _read_copy(path: Path, rel: str) -> _Copy:
             copy.summary = entry
             continue
         for key, raw in entry.items():
+            if type(raw) is float and key != "step":  # the usual case, first
+                copy.steps.append(step)
+                copy.tags.append(key)
+                copy.values.append(raw)
+                continue
             if key == "step":
                 continue
             try:
@@ -262,47 +266,78 @@ def _read_copy(path: Path, rel: str) -> _Copy:
 # --------------------------------------------------------------------------- merging
 
 
-def _value_key(value: float) -> float | None:
-    return None if math.isnan(value) else value
+_Triple = tuple[int, str, float | None]
 
 
 def _merge(copies: list[_Copy]) -> tuple[list[int], list[str], list[float], list[int], list[str]]:
-    """Deduplicate the copies' points (see the module docstring); return columns."""
-    seen: dict[tuple[int, str], Counter[float | None]] = {}
-    contributors: Counter[tuple[int, str]] = Counter()
+    """Deduplicate the copies' points (see the module docstring); return columns.
+
+    Linear: a copy whose points were all seen before costs one ``Counter`` over
+    its points and no per-point work in Python beyond that.
+    """
+    if len(copies) == 1:
+        only = copies[0]
+        n = len(only.steps)
+        return only.steps, only.tags, only.values, [0] * n, [only.rel] * n
     steps: list[int] = []
     tags: list[str] = []
     values: list[float] = []
     segments: list[int] = []
     sources: list[str] = []
+    best: dict[_Triple, int] = {}  # highest multiplicity of a point in any earlier copy
+    contributors: dict[tuple[int, str], int] = {}  # copies that brought points per key
     for copy in copies:
-        counts: dict[tuple[int, str], Counter[float | None]] = {}
-        for step, tag, value in zip(copy.steps, copy.tags, copy.values, strict=True):
-            counts.setdefault((step, tag), Counter())[_value_key(value)] += 1
-        segment_of: dict[tuple[int, str], int] = {}
-        for key, here in counts.items():
-            before = seen.get(key)
-            if before is None or any(n > before[v] for v, n in here.items()):
-                segment_of[key] = contributors[key]
-                contributors[key] += 1
-        used: Counter[tuple[int, str, float | None]] = Counter()
-        for step, tag, value in zip(copy.steps, copy.tags, copy.values, strict=True):
-            key = (step, tag)
-            vkey = _value_key(value)
-            before = seen.get(key)
-            if before is not None and used[(step, tag, vkey)] < before[vkey]:
-                used[(step, tag, vkey)] += 1
-                continue  # the same point, already kept from a more complete copy
-            steps.append(step)
-            tags.append(tag)
-            values.append(value)
-            segments.append(segment_of[key])
-            sources.append(copy.rel)
-        for key, here in counts.items():
-            before = seen.setdefault(key, Counter())
-            for v, n in here.items():
-                before[v] = max(before[v], n)
+        triples: list[_Triple] = [
+            (s, t, None if v != v else v)
+            for s, t, v in zip(copy.steps, copy.tags, copy.values, strict=True)
+        ]
+        here = Counter(triples)
+        if not best:  # the most complete copy: everything is new, segment 0
+            steps += copy.steps
+            tags += copy.tags
+            values += copy.values
+            segments += [0] * len(triples)
+            sources += [copy.rel] * len(triples)
+            best = dict(here)
+            contributors = dict.fromkeys(zip(copy.steps, copy.tags, strict=True), 1)
+            continue
+        fresh = {(s, t) for (s, t, v), n in here.items() if n > best.get((s, t, v), 0)}
+        if fresh:
+            _keep_fresh(copy, triples, fresh, best, contributors,
+                        (steps, tags, values, segments, sources))
+        for triple, n in here.items():
+            if n > best.get(triple, 0):
+                best[triple] = n
     return steps, tags, values, segments, sources
+
+
+def _keep_fresh(
+    copy: _Copy,
+    triples: list[_Triple],
+    fresh: set[tuple[int, str]],
+    best: dict[_Triple, int],
+    contributors: dict[tuple[int, str], int],
+    out: tuple[list[int], list[str], list[float], list[int], list[str]],
+) -> None:
+    """Append the points of ``copy`` not already kept; number their segments."""
+    steps, tags, values, segments, sources = out
+    segment_of: dict[tuple[int, str], int] = {}
+    for key in fresh:
+        segment_of[key] = contributors.get(key, 0)
+        contributors[key] = segment_of[key] + 1
+    used: Counter[_Triple] = Counter()
+    for i, triple in enumerate(triples):
+        key = (triple[0], triple[1])
+        if key not in fresh:
+            continue
+        if used[triple] < best.get(triple, 0):
+            used[triple] += 1
+            continue  # the same point, already kept from a more complete copy
+        steps.append(copy.steps[i])
+        tags.append(copy.tags[i])
+        values.append(copy.values[i])
+        segments.append(segment_of[key])
+        sources.append(copy.rel)
 
 
 def _config(copies: list[_Copy]) -> list[ConfigValue]:
@@ -340,8 +375,10 @@ def read_group(paths: list[Path], rels: list[str]) -> RunPart:
     copies = sorted((_read_copy(p, r) for p, r in zip(paths, rels, strict=True)), key=_Copy.rank)
     problems = [p for c in copies for p in c.problems]
     steps, tags, values, segments, sources = _merge(copies)
-    scalars = (
-        make_scalars(steps, tags, values, segment=segments, source=sources)
-        if steps else empty_scalars()
-    )
+    if not steps:
+        scalars = empty_scalars()
+    elif len(copies) == 1:  # one source, one segment: broadcast them
+        scalars = make_scalars(steps, tags, values, segment=0, source=sources[0])
+    else:
+        scalars = make_scalars(steps, tags, values, segment=segments, source=sources)
     return RunPart(scalars=scalars, config=_config(copies), problems=problems)

@@ -11,7 +11,8 @@ as TRL's ``SFTConfig``) is emitted as ``training_args_class``.
 Config emitted (when present in the file): :data:`MAIN_KEYS`, then
 :data:`EXTRA_KEYS`. Enum values (``lr_scheduler_type``, ``optim``, strategies)
 become their string value (``"linear"``, ``"adamw_torch_fused"``); values that
-are neither plain data nor enums are not emitted.
+are neither plain data nor enums are not emitted. ``None`` is emitted for a main
+key (``max_grad_norm=None`` means no clipping) and left out for an extra one.
 
 A file that references dangerous globals (``os.system``, ``builtins.eval`` ...)
 gives an ``unsafe_pickle`` problem naming the file and the globals; they are never
@@ -129,6 +130,6 @@ def read(path: Path, rel: str) -> RunPart:
     for key in (*MAIN_KEYS, *EXTRA_KEYS):
         if key in state:
             ok, value = _plain(state[key])
-            if ok:
+            if ok and (value is not None or key in MAIN_KEYS):
                 part.config.append(ConfigValue(key, value, rel))
     return part
