@@ -1041,9 +1041,25 @@ def walk(obj: Any, *, max_depth: int | None = None) -> Iterator[tuple[Any, int]]
         yield value, depth
 
 
+_LEAF_TYPES = frozenset({str, int, float, bool, bytes, bytearray, complex, type(None),
+                         Global, ExtensionRef, OutOfBandBuffer})
+
+
 def _check_depth(obj: Any, max_depth: int) -> None:
-    for _ in walk(obj, max_depth=max_depth):
-        pass
+    """Raise :class:`PickleLimitExceeded` if containers nest deeper than ``max_depth``."""
+    stack: list[tuple[Any, int]] = [(obj, 0)]
+    seen: set[int] = set()
+    leaves = _LEAF_TYPES
+    while stack:
+        value, depth = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if depth > max_depth:
+            raise PickleLimitExceeded(f"structure nested deeper than {max_depth} levels")
+        children = _children(value)
+        if children:
+            stack.extend((c, depth + 1) for c in children if type(c) not in leaves)
 
 
 def referenced_globals(obj: Any) -> set[str]:
