@@ -444,3 +444,32 @@ def test_benign_names(name: str) -> None:
 def test_referenced_globals_walks_the_result() -> None:
     obj = su.loads(pickle.dumps({"x": [_os_system(Path("/nowhere"))]}, protocol=2))
     assert SYSTEM in su.referenced_globals(obj)
+
+
+def test_damaged_torch_files_raise_only_unpickle_errors(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    import zipfile
+
+    seeds = []
+    for zip_format in (True, False):
+        buf = io.BytesIO()
+        torch.save({"w": torch.ones(4), "step": 3}, buf, _use_new_zipfile_serialization=zip_format)
+        seeds.append(buf.getvalue())
+    deflated = io.BytesIO()
+    with zipfile.ZipFile(deflated, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("archive/data.pkl", pickle.dumps({"a": list(range(100))}, protocol=2))
+    seeds.append(deflated.getvalue())
+    assert su.load_torch(seeds[-1]).obj == {"a": list(range(100))}
+    rng = random.Random(99)
+    errors = 0
+    for seed in seeds:
+        for _ in range(300):
+            mutated = bytearray(seed)
+            for _ in range(rng.randint(1, 6)):
+                mutated[rng.randrange(len(mutated))] = rng.getrandbits(8)
+            cut = rng.choice([len(mutated), rng.randrange(1, len(mutated))])
+            try:
+                su.load_torch(bytes(mutated[:cut]))
+            except su.UnpickleError:
+                errors += 1
+    assert errors > 100

@@ -74,6 +74,7 @@ __all__ = [
     "PersistentRef",
     "PickleLimitExceeded",
     "PickleTruncated",
+    "SafeUnpickler",
     "UnpickleError",
     "Unpickled",
     "danger_reason",
@@ -1184,11 +1185,16 @@ def _pick_data_pkl(names: list[str]) -> str | None:
     return min(candidates, key=lambda n: (n.count("/"), n)) if candidates else None
 
 
-def _torch_zip(fh: IO[bytes], limits: dict[str, int]) -> Unpickled:
+def _torch_zip(fh: IO[bytes], limits: dict[str, int], start: int) -> Unpickled:
     try:
         archive = zipfile.ZipFile(fh)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
-        return _torn_zip(fh, limits)
+    except Exception:  # BadZipFile, OSError, struct errors of a torn directory...
+        try:
+            return _torn_zip(fh, limits, start)
+        except (OSError, ValueError, struct.error) as exc:
+            if isinstance(exc, UnpickleError):
+                raise
+            raise UnpickleError(f"cannot read the torn zip file: {exc}") from exc
     with archive:
         member = _pick_data_pkl(archive.namelist())
         if member is None:
@@ -1200,13 +1206,13 @@ def _torch_zip(fh: IO[bytes], limits: dict[str, int]) -> Unpickled:
                                     meta={"archive": prefix})
         except UnpickleError:
             raise
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+        except Exception as exc:  # encrypted (RuntimeError), bad deflate (zlib.error)...
             raise UnpickleError(f"cannot read {member} from the zip: {exc}") from exc
 
 
-def _torn_zip(fh: IO[bytes], limits: dict[str, int]) -> Unpickled:
+def _torn_zip(fh: IO[bytes], limits: dict[str, int], start: int) -> Unpickled:
     """Read data.pkl through the first local header of a zip whose directory is lost."""
-    fh.seek(0)
+    fh.seek(start)
     header = fh.read(_LOCAL_HEADER.size)
     if len(header) < _LOCAL_HEADER.size:
         raise PickleTruncated("zip file shorter than one local header")
@@ -1265,7 +1271,7 @@ def load_torch(
         if not magic:
             raise PickleTruncated("empty input")
         if magic[:2] == b"PK" and magic[2:4] in (b"\x03\x04", b"\x05\x06", b"\x07\x08"):
-            return _torch_zip(fh, limits)
+            return _torch_zip(fh, limits, start)
         return _torch_legacy_or_pickle(fh, limits)
     finally:
         if close:
