@@ -92,3 +92,15 @@ def test_windows_cover_every_record_once(tmp_path: Path) -> None:
                 starts = np.concatenate([g.starts for g in win.groups])
                 seen.extend(starts[np.argsort(order)].tolist())
         assert len(seen) == 500 and seen == sorted(set(seen))
+
+
+def test_output_arrays_grow_past_the_first_reservation(tmp_path: Path, monkeypatch) -> None:
+    from autopsy.formats import event_scalars
+
+    records = [HEADER_EVENT] + [_event(_varint(i), wall=float(i)) for i in range(1, 300)]
+    path = tmp_path / "events.out.tfevents.g"
+    path.write_bytes(b"".join(frame(r) for r in records))
+    monkeypatch.setattr(event_scalars, "_MAX_RESERVE", 3)
+    got = read_event_scalars(path, window=200)
+    assert got.step.tolist() == list(range(1, 300))
+    assert got.wall_time.tolist() == [float(i) for i in range(1, 300)]
