@@ -62,7 +62,7 @@ def test_timeline_equals_tensorboard_parse(tmp_path: Path) -> None:
     ours = pd.read_csv(io.StringIO(result.output))
     ours["file"] = ours["source"].map(lambda s: Path(s).name)
     theirs = _tensorboard_parse(logdir)
-    assert len(ours) == len(theirs) == 140
+    assert len(ours) == len(theirs) == 130
 
     key = ["file", "step", "raw_tag"]
     merged = theirs.merge(ours, on=key, how="outer", suffixes=("_tb", "_ours"), indicator=True)

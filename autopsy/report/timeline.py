@@ -30,9 +30,8 @@ def select_tags(scalars: pd.DataFrame, tags: Sequence[str]) -> pd.DataFrame:
 
 
 def _float_text(x: float) -> str:
-    if math.isfinite(x):
-        return repr(x)
-    return {"nan": "nan", "inf": "inf", "-inf": "-inf"}[repr(x)]
+    x = float(x)
+    return repr(x)  # shortest round-trip form; non-finite values give nan, inf, -inf
 
 
 def write_csv(frame: pd.DataFrame, out: IO[str]) -> None:
@@ -50,6 +49,7 @@ def write_json(frame: pd.DataFrame, out: IO[str]) -> None:
     out.write("[")
     cols = list(TIMELINE_COLUMNS)
     arrays = {c: frame[c].to_numpy() for c in cols}
+    arrays["rank"] = frame["rank"].astype("float64").to_numpy()
     for i in range(len(frame)):
         row = {}
         for c in cols:
@@ -62,7 +62,7 @@ def write_json(frame: pd.DataFrame, out: IO[str]) -> None:
             elif c in ("step", "segment"):
                 row[c] = int(v)
             elif c == "rank":
-                row[c] = None if v is None or v.__class__.__name__ == "NAType" else int(v)
+                row[c] = None if math.isnan(v) else int(v)
             else:
                 row[c] = str(v)
         out.write(("\n  " if i == 0 else ",\n  ") + json.dumps(row, allow_nan=False))
