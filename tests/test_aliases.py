@@ -41,3 +41,16 @@ def test_no_raw_spelling_means_two_things() -> None:
     for canon, raws in TAG_ALIASES.items():
         for raw in raws:
             assert seen.setdefault(raw, canon) == canon, raw
+
+
+@pytest.mark.parametrize(
+    ("raw", "canonical"),
+    [
+        ("train/train_loss", "train_loss_mean"),
+        ("train/train_runtime", "train_runtime"),
+        ("train/train_samples_per_second", "train_samples_per_second"),
+        ("train/total_flos", "total_flos"),
+    ],
+)
+def test_hf_end_of_training_summary_is_not_a_series_point(raw: str, canonical: str) -> None:
+    assert canonical_tag(raw) == canonical

@@ -43,13 +43,20 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "data_time": ("data_time", "train/data_time", "time/data", "dataloader_time"),
     "throughput": (
-        "throughput", "train/throughput", "samples_per_second", "train_samples_per_second",
-        "train/samples_per_second", "tokens_per_second", "train/tokens_per_second",
+        "throughput", "train/throughput", "samples_per_second", "tokens_per_second",
+        "train/tokens_per_second",
         "tokens_per_sec", "samples/sec", "it/s",
     ),
     "skipped_steps": (
         "skipped_steps", "number of skipped iterations", "skipped_iterations", "train/skipped",
     ),
+    # The HF Trainer's end-of-training summary (written once, to TensorBoard as
+    # ``train/train_*``): run averages, never per-step points of the series above.
+    "train_loss_mean": ("train/train_loss",),
+    "train_runtime": ("train/train_runtime",),
+    "train_samples_per_second": ("train/train_samples_per_second",),
+    "train_steps_per_second": ("train/train_steps_per_second",),
+    "total_flos": ("train/total_flos",),
     "eval_accuracy": ("eval_accuracy", "eval/accuracy", "val_acc", "val/acc", "val_accuracy"),
     "accuracy": ("accuracy", "train/accuracy", "train_acc", "acc"),
     "perplexity": ("perplexity", "ppl", "train/perplexity", "train/ppl"),
