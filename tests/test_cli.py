@@ -132,3 +132,27 @@ def test_help_documents_exit_codes() -> None:
     for args in (["--help"], ["analyze", "--help"], ["timeline", "--help"]):
         out = invoke(*args).output
         assert "Exit codes" in out and "3" in out
+
+
+class _Payload:
+    def __init__(self, cmd: str) -> None:
+        self.cmd = cmd
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (self.cmd,))
+
+
+def test_hostile_training_args_is_reported_never_run(tb_run: Path, tmp_path: Path) -> None:
+    import pickle
+
+    marker = tmp_path / "pwned"
+    (tb_run / "training_args.bin").write_bytes(pickle.dumps(_Payload(f"touch {marker}")))
+    result = invoke("analyze", str(tb_run), "--format", "json")
+    assert result.exit_code == 3
+    assert not marker.exists()
+    problems = json.loads(result.output)["problems"]
+    unsafe = [p for p in problems if p["kind"] == "unsafe_pickle"]
+    assert unsafe and unsafe[0]["source"] == "training_args.bin"
+    assert "system" in unsafe[0]["what"]
