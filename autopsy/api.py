@@ -22,9 +22,9 @@ def _read_with(module: ModuleType, paths: list[Path], found: Discovery) -> list[
     """Run one reader over its files; an unexpected failure becomes a problem."""
     rels = [found.rel(p) for p in paths]
     group = getattr(module, "read_group", None)
-    jobs: list[tuple[list[Path], list[str]]] = (
-        [(paths, rels)] if group is not None else [([p], [r]) for p, r in zip(paths, rels)]
-    )
+    jobs: list[tuple[list[Path], list[str]]] = [(paths, rels)]
+    if group is None:
+        jobs = [([p], [r]) for p, r in zip(paths, rels, strict=True)]
     parts: list[RunPart] = []
     for job_paths, job_rels in jobs:
         try:
@@ -34,7 +34,8 @@ def _read_with(module: ModuleType, paths: list[Path], found: Discovery) -> list[
                 parts.append(module.read(job_paths[0], job_rels[0]))
         except Exception as exc:  # a reader bug must degrade the report, not crash it
             what = f"{module.NAME} reader failed: {type(exc).__name__}: {exc}"
-            parts.append(RunPart(problems=[Problem(r, what, kind="reader_error") for r in job_rels]))
+            failed = [Problem(r, what, kind="reader_error") for r in job_rels]
+            parts.append(RunPart(problems=failed))
     return parts
 
 

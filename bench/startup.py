@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import argparse
 import platform
-import re
 import shutil
 import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
+from docfile import DOC, update_section
+
 HEADING = "## Start-up"
 
 
@@ -31,19 +30,6 @@ def time_command(cmd: list[str], runs: int) -> list[float]:
         subprocess.run(cmd, capture_output=True, check=True)
         out.append(time.perf_counter() - t0)
     return out
-
-
-def update_section(doc: Path, heading: str, body: str) -> None:
-    """Replace (or append) the section ``heading`` of ``doc`` with ``body``."""
-    text = doc.read_text() if doc.exists() else "# Performance\n\nMeasured by the scripts in `bench/`.\n"
-    section = f"{heading}\n\n{body.strip()}\n"
-    pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section + "\n", text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(text.rstrip("\n") + "\n")
 
 
 def main() -> None:

@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import statistics
 import struct
 import subprocess
@@ -30,13 +29,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from docfile import DOC, update_section
 
 from autopsy.formats.crc32c import crc32c_rows, mask_array, masked_crc32c
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 BIG = OUT / "events.out.tfevents.2M.bench"
-DOC = ROOT / "docs" / "performance.md"
 HEADING = "## TensorBoard reader"
 
 TAGS = (
@@ -156,6 +155,13 @@ print(json.dumps({"rows": len(df), "imports": t1 - t0, "in_process": time.perf_c
                   "problems": len(part.problems), "maxrss": hwm()}))
 """
 
+LOAD_RUN = HWM + """
+import json, sys
+import autopsy
+run = autopsy.load_run(sys.argv[1])
+print(json.dumps({"rows": len(run.scalars), "maxrss": hwm()}))
+"""
+
 IMPORTS_ONLY = HWM + """
 import json
 import numpy, pandas
@@ -212,20 +218,6 @@ def measure(code: str, path: Path, runs: int) -> dict:
     return {"median": statistics.median(times), "times": times, **info}
 
 
-def update_section(doc: Path, heading: str, body: str) -> None:
-    """Replace (or append) the section ``heading`` of ``doc`` with ``body``."""
-    text = (doc.read_text() if doc.exists()
-            else "# Performance\n\nMeasured by the scripts in `bench/`.\n")
-    section = f"{heading}\n\n{body.strip()}\n"
-    pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section + "\n", text).rstrip() + "\n"
-    else:
-        text = text.rstrip() + "\n\n" + section
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(text)
-
-
 def _versions() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -260,6 +252,8 @@ def main() -> None:
     base = measure(IMPORTS_ONLY, BIG, 3)
     ours = measure(AUTOPSY, BIG, args.runs)
     print(f"autopsy: {ours['median']:.2f} s", file=sys.stderr)
+    whole = measure(LOAD_RUN, BIG, args.runs)
+    print(f"autopsy load_run: {whole['median']:.2f} s", file=sys.stderr)
     pb2 = measure(PB2, BIG, args.pb2_runs)
     print(f"event_pb2 loop: {pb2['median']:.2f} s", file=sys.stderr)
     tbp = None if args.no_tbparse else measure(TBPARSE, BIG, 1)
@@ -267,6 +261,7 @@ def main() -> None:
         print(f"tbparse: {tbp['median']:.1f} s", file=sys.stderr)
     rows = ours["rows"]
     assert pb2["rows"] == rows, (pb2["rows"], rows)
+    assert whole["rows"] == rows, (whole["rows"], rows)
     assert tbp is None or tbp["rows"] == rows, (tbp["rows"], rows)
 
     mib = 1 << 20
@@ -287,6 +282,9 @@ def main() -> None:
         f"| autopsy `readers.tensorboard.read` → run frame | **{ours['median']:.2f} s** "
         f"({fmt(ours['times'])}) | {rows / ours['median'] / 1e6:.2f} M "
         f"| {ours['maxrss'] / mib:.0f} MiB |",
+        f"| autopsy `load_run` (discovery, reader, run model) | {whole['median']:.2f} s "
+        f"({fmt(whole['times'])}) | {rows / whole['median'] / 1e6:.2f} M "
+        f"| {whole['maxrss'] / mib:.0f} MiB |",
         f"| frame loop + tensorboard `event_pb2` (no CRC check) | {pb2['median']:.2f} s "
         f"({fmt(pb2['times'])}) | {rows / pb2['median'] / 1e6:.2f} M "
         f"| {pb2['maxrss'] / mib:.0f} MiB |",

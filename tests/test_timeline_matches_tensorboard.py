@@ -67,7 +67,7 @@ def test_timeline_equals_tensorboard_parse(tmp_path: Path) -> None:
     key = ["file", "step", "raw_tag"]
     merged = theirs.merge(ours, on=key, how="outer", suffixes=("_tb", "_ours"), indicator=True)
     assert (merged["_merge"] == "both").all()
-    for tb, mine in zip(merged["value_tb"], merged["value_ours"]):
+    for tb, mine in zip(merged["value_tb"], merged["value_ours"], strict=True):
         assert (math.isnan(tb) and math.isnan(mine)) or tb == mine, (tb, mine)
     np.testing.assert_allclose(merged["wall_time_ours"], merged["wall_time_tb"], rtol=0,
                                atol=1e-6)

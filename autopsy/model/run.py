@@ -101,7 +101,8 @@ class Run:
             return pd.Series([], dtype="float64", name=tag, index=pd.Index([], name="step"))
         sub = sub.sort_values(["step", "segment"], kind="stable")
         sub = sub.drop_duplicates("step", keep="last")
-        out = pd.Series(sub["value"].to_numpy(), index=pd.Index(sub["step"].to_numpy(), name="step"))
+        index = pd.Index(sub["step"].to_numpy(), name="step")
+        out = pd.Series(sub["value"].to_numpy(), index=index)
         out.name = tag
         return out
 

@@ -92,8 +92,8 @@ def walk_files(root: Path, problems: list[Problem]) -> Iterator[Path]:
                 elif entry.is_file():
                     count += 1
                     if count > MAX_FILES:
-                        problems.append(Problem(str(root), f"more than {MAX_FILES} files; "
-                                                "the rest were not looked at", kind="too_many_files"))
+                        what = f"more than {MAX_FILES} files; the rest were not looked at"
+                        problems.append(Problem(str(root), what, kind="too_many_files"))
                         return
                     yield Path(entry.path)
             except OSError:
