@@ -1,0 +1,19 @@
+"""The code base stays ruff-clean (the config is in pyproject.toml)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+
+def test_ruff_is_clean() -> None:
+    if importlib.util.find_spec("ruff") is None:
+        pytest.skip("ruff is not installed (it comes with the [test] extra)")
+    paths = ["autopsy", "tests", "bench", "sample_runs/make.py"]
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", *paths], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:]
