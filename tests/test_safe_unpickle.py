@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from autopsy.formats import safe_unpickle as su
+from autopsy.formats import unpickle as su
 
 # --------------------------------------------------------------------------- the corpus
 #

@@ -3,7 +3,7 @@
 The Trainer writes its ``TrainingArguments`` with ``torch.save`` (a torch zip
 file; older versions or ``_use_new_zipfile_serialization=False`` give the legacy
 format; a plain pickle is accepted too). The file is read with
-:mod:`autopsy.formats.safe_unpickle`: nothing it names is imported or called.
+:mod:`autopsy.formats.unpickle`: nothing it names is imported or called.
 The arguments object is the placeholder whose state has a ``learning_rate``;
 its class (``transformers.training_args.TrainingArguments``, or a subclass such
 as TRL's ``SFTConfig``) is emitted as ``training_args_class``.
@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autopsy.formats import safe_unpickle
+from autopsy.formats import unpickle
 from autopsy.model.config import ConfigValue
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
@@ -71,7 +71,7 @@ def _plain(value: Any, depth: int = 0) -> tuple[bool, Any]:
         return True, value
     if depth > 4:
         return False, None
-    if isinstance(value, safe_unpickle.Call):
+    if isinstance(value, unpickle.Call):
         inner = value.value
         if inner is not None and isinstance(inner, (bool, int, float, str)):
             return True, inner
@@ -90,8 +90,8 @@ def _find_args(obj: Any) -> tuple[str, dict[Any, Any]] | None:
     """The arguments' class name and state: the first object holding a ``learning_rate``."""
     if isinstance(obj, dict) and "learning_rate" in obj:
         return "dict", obj
-    for value, _ in safe_unpickle.walk(obj):
-        if isinstance(value, safe_unpickle.Call):
+    for value, _ in unpickle.walk(obj):
+        if isinstance(value, unpickle.Call):
             state = value.state_dict
             if state is not None and "learning_rate" in state:
                 return value.func_name, state
@@ -103,12 +103,12 @@ def read(path: Path, rel: str) -> RunPart:
     part = RunPart()
     try:
         with open(path, "rb") as fh:
-            loaded = safe_unpickle.load_torch(fh, max_bytes=MAX_BYTES)
+            loaded = unpickle.load_torch(fh, max_bytes=MAX_BYTES)
     except OSError as exc:
         part.problems.append(Problem(rel, f"cannot read: {exc.strerror}", kind="unreadable"))
         return part
-    except safe_unpickle.UnpickleError as exc:
-        kind = "truncated" if isinstance(exc, safe_unpickle.PickleTruncated) else "invalid_pickle"
+    except unpickle.UnpickleError as exc:
+        kind = "truncated" if isinstance(exc, unpickle.PickleTruncated) else "invalid_pickle"
         part.problems.append(Problem(rel, f"cannot read the training arguments: {exc}",
                                      kind=kind))
         return part
