@@ -55,7 +55,7 @@ def make_scalars(
     value: np.ndarray | Sequence[float],
     *,
     wall_time: np.ndarray | Sequence[float] | None = None,
-    rank: int | None | np.ndarray | Sequence[int | None] = None,
+    rank: int | np.ndarray | Sequence[int | None] | None = None,
     segment: int | np.ndarray | Sequence[int] = 0,
     source: str | pd.Categorical | Sequence[str] = "",
 ) -> pd.DataFrame:
