@@ -156,3 +156,20 @@ def test_hostile_training_args_is_reported_never_run(tb_run: Path, tmp_path: Pat
     unsafe = [p for p in problems if p["kind"] == "unsafe_pickle"]
     assert unsafe and unsafe[0]["source"] == "training_args.bin"
     assert "system" in unsafe[0]["what"]
+
+
+def test_reading_a_run_imports_no_torch_or_tensorboard() -> None:
+    code = (
+        "import sys\n"
+        "import autopsy\n"
+        "run = autopsy.load_run('sample_runs/resumed_after_stop')\n"
+        "assert len(run.scalars) > 0\n"
+        "print(','.join(m for m in ('torch', 'transformers', 'tensorboard', 'tbparse') "
+        "if m in sys.modules))\n"
+    )
+    from conftest import REPO
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""
