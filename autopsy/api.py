@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from autopsy.errors import RunNotFound
 from autopsy.model.config import RunConfig
@@ -13,9 +15,12 @@ from autopsy.model.events import empty_events
 from autopsy.model.problem import Problem
 from autopsy.model.run import Run, SourceInfo
 from autopsy.model.scalars import concat_scalars
-from autopsy.model.verdict import Verdict
 from autopsy.readers.base import RunPart
 from autopsy.readers.discover import Discovery, discover, reader_modules
+
+if TYPE_CHECKING:  # pragma: no cover
+    from autopsy.rules.engine import Diagnosis
+    from autopsy.rules.settings import Settings
 
 
 def _read_with(module: ModuleType, paths: list[Path], found: Discovery) -> list[RunPart]:
@@ -106,14 +111,31 @@ def is_empty(run: Run) -> bool:
     return run.scalars.empty and run.events.empty and len(run.config) == 0
 
 
-def summary_verdict(run: Run) -> Verdict:
-    """The verdict of a run summary made before any rule has run.
+def diagnose(run: Run, settings: Settings | None = None) -> Diagnosis:
+    """Run the rules over ``run``: the verdict, the ranked findings, the skipped rules.
 
-    It is always ``unknown``: a summary never counts as healthy.
+    ``settings`` (see :func:`load_settings`) selects rules and overrides
+    thresholds; the default runs every rule with its default thresholds.
     """
-    if is_empty(run):
-        return Verdict.unknown("nothing readable was found in the run")
-    return Verdict.unknown(
-        "no rules were run: this report summarises what was read "
-        f"({len(run.scalars):,} scalar points, {len(run.config)} config values)"
-    )
+    from autopsy.rules.engine import diagnose as run_engine
+
+    return run_engine(run, settings)
+
+
+def load_settings(
+    *,
+    sets: Iterable[str] = (),
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+    config: str | os.PathLike[str] | None = None,
+) -> Settings:
+    """Rule settings from ``[tool.autopsy]`` in a pyproject.toml and ``CODE.name=value`` items.
+
+    Raises:
+        UsageError: an unknown key, rule code or threshold, or a value of the wrong type.
+    """
+    from autopsy.rules.registry import load_rules
+    from autopsy.rules.settings import load_settings as build
+
+    return build(load_rules(), sets=sets, select=select, ignore=ignore,
+                 config=None if config is None else Path(config))

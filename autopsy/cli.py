@@ -74,48 +74,124 @@ def cli() -> None:
     """
 
 
+def rule_options(func: F) -> F:
+    """The rule-selection options shared by the commands that run rules."""
+    options = [
+        click.option("--set", "sets", multiple=True, metavar="CODE.NAME=VALUE",
+                     help="Override a rule threshold, e.g. --set NAN001.spike_ratio=20. "
+                          "Repeatable."),
+        click.option("--select", multiple=True, metavar="RULE",
+                     help="Run only these rules: a code (NAN001), a code prefix (NAN), a "
+                          "family (nan_inf) or a rule name. Repeatable."),
+        click.option("--ignore", multiple=True, metavar="RULE",
+                     help="Do not run these rules (same forms as --select). Repeatable."),
+        click.option("--config", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="A pyproject.toml with a [tool.autopsy] table (default: the nearest "
+                          "one from the current directory up)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=exitcodes.HELP_TEXT)
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default=None,
               help="Output format (default: text, or from the -o extension).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the report to this file instead of stdout.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Text report: also every finding's evidence and the full tables of "
+                   "sources, tags and config.")
+@rule_options
 @library_errors
-def analyze(run_dir: Path, fmt: str | None, output: str | None) -> None:
-    """Read a run directory and report what it holds.
+def analyze(run_dir: Path, fmt: str | None, output: str | None, verbose: bool,
+            sets: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...],
+            config: Path | None) -> None:
+    """Post-mortem of a run directory: what failed, where, why, what to change.
 
     \b
     Example:
-        autopsy analyze sample_runs/healthy_hf_trainer
+        autopsy analyze sample_runs/nan_after_grad_spike
         autopsy analyze runs/exp7 --format json -o exp7.json
+        autopsy analyze runs/exp7 --set NAN001.spike_ratio=20 --ignore CFG
 
-    This version summarises the sources read, the steps covered per segment
-    (one per start/restart), the tags found, the config with its source, and
-    every problem met. The verdict is "unknown" until the rules engine lands.
+    The verdict comes first (family, cause, first bad step, one sentence), then its
+    evidence and what to change, then the other findings ranked, and the rules
+    skipped with the reason. `autopsy rules` lists the rules; `autopsy explain
+    CODE` documents one.
     """
-    from autopsy.api import is_empty, load_run, summary_verdict
+    from autopsy.api import diagnose, is_empty, load_run, load_settings
 
     fmt = _format_from(fmt, output, ("text", "json"), "text")
+    settings = load_settings(sets=sets, select=select, ignore=ignore, config=config)
     run = load_run(run_dir)
     if is_empty(run):
         found = len(run.sources) + len(run.unread)
         why = "; ".join(f"{p.source}: {p.what}" for p in run.problems[:3])
         _fail(f"nothing readable in {run_dir}: {found} file(s) found, none gave data"
               + (f" ({why})" if why else ""))
-    verdict = summary_verdict(run)
-    _emit(output, lambda out: _render_analyze(run, verdict, fmt, out))
-    sys.exit(exitcodes.UNDECIDED)
+    diagnosis = diagnose(run, settings)
+    _emit(output, lambda out: _render_analyze(run, diagnosis, fmt, out, verbose))
+    sys.exit(exitcodes.for_family(diagnosis.verdict.family.value))
 
 
-def _render_analyze(run: Any, verdict: Any, fmt: str, out: Any) -> None:
+def _render_analyze(run: Any, diagnosis: Any, fmt: str, out: Any, verbose: bool) -> None:
     if fmt == "json":
         from autopsy.report.json_report import analyze_report, dumps
 
-        out.write(dumps(analyze_report(run, verdict)))
+        out.write(dumps(analyze_report(run, diagnosis.verdict, diagnosis.findings,
+                                       [s.to_dict() for s in diagnosis.skipped])))
     else:
-        from autopsy.report.text_summary import render_summary
+        from autopsy.report.text_report import render_analysis
 
-        render_summary(run, verdict, out)
+        render_analysis(run, diagnosis, out, verbose=verbose)
+
+
+@cli.command(name="rules", context_settings=CONTEXT_SETTINGS)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
+              default="text", help="Output format.")
+@library_errors
+def rules_command(fmt: str) -> None:
+    """List the rule catalogue: code, name, family, causes and title."""
+    from autopsy.rules.catalogue import markdown
+    from autopsy.rules.registry import load_rules
+
+    registry = load_rules()
+    if fmt == "markdown":
+        click.echo(markdown(registry), nl=False)
+    elif fmt == "json":
+        import json
+
+        click.echo(json.dumps([
+            {"code": s.code, "name": s.name, "family": s.family.value, "causes": list(s.causes),
+             "requires": list(s.requires), "thresholds": dict(s.thresholds), "title": s.title}
+            for s in registry.values()], indent=2))
+    else:
+        for s in registry.values():
+            causes = f" [{', '.join(s.causes)}]" if s.causes else ""
+            click.echo(f"{s.code}  {s.name:<28} {s.family.value:<15} {s.title}{causes}")
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("code")
+@library_errors
+def explain(code: str) -> None:
+    """Print the documentation of one rule.
+
+    \b
+    Example:
+        autopsy explain NAN001
+    """
+    from autopsy.rules.catalogue import explain_text
+    from autopsy.rules.registry import load_rules
+
+    registry = load_rules()
+    spec = registry.get(code.strip().upper()) or next(
+        (s for s in registry.values() if s.name == code.strip()), None)
+    if spec is None:
+        _fail(f"unknown rule {code!r}; `autopsy rules` lists them")
+    click.echo(explain_text(spec), nl=False)
 
 
 def _emit(output: str | None, write: Callable[[Any], None]) -> None:

@@ -11,6 +11,17 @@ USAGE = 2
 #: The run was read but no decision could be made (verdict ``unknown``).
 UNDECIDED = 3
 
+
+
+def for_family(family: str) -> int:
+    """The exit code of ``autopsy analyze`` for a verdict family."""
+    if family == "healthy":
+        return OK
+    if family == "unknown":
+        return UNDECIDED
+    return FAILURE
+
+
 HELP_TEXT = (
     "Exit codes: 0 healthy (or resumable, or export written); 1 a failure was found "
     "(or not resumable); 2 usage error or nothing readable; 3 read, but could not decide "

@@ -41,8 +41,10 @@ def test_analyze_text_is_plain_when_piped(tb_run: Path) -> None:
     result = invoke("analyze", str(tb_run))
     assert result.exit_code == 3
     assert "\x1b[" not in result.output
-    assert "Sources read" in result.output
-    assert "trainer_state.json" in result.output
+    assert result.output.splitlines()[1].startswith("VERDICT: unknown")
+    verbose = invoke("analyze", str(tb_run), "--verbose")
+    assert "Sources read" in verbose.output
+    assert "trainer_state.json" in verbose.output
 
 
 def test_analyze_writes_to_output_file_by_extension(tb_run: Path, tmp_path: Path) -> None:

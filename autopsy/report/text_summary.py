@@ -17,7 +17,7 @@ def _fmt_value(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def render_summary(run: Run, verdict: Verdict, out: IO[str]) -> None:
+def render_summary(run: Run, verdict: Verdict | None, out: IO[str]) -> None:
     """Write the run summary to ``out``; colour only when ``out`` is a terminal."""
     from rich.console import Console
     from rich.table import Table
@@ -25,7 +25,8 @@ def render_summary(run: Run, verdict: Verdict, out: IO[str]) -> None:
     console = Console(file=out, highlight=False, soft_wrap=False)
     summary = run_summary(run)
     console.print(f"[bold]autopsy[/bold] {summary['path']}")
-    console.print(f"[bold]verdict:[/bold] {verdict.family.value} - {verdict.message}")
+    if verdict is not None:
+        console.print(f"[bold]verdict:[/bold] {verdict.family.value} - {verdict.message}")
 
     sources = Table(title="Sources read", title_justify="left", show_edge=False)
     for col in ("file", "reader", "scalars", "config"):

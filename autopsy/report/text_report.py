@@ -1,0 +1,118 @@
+"""The terminal report of ``autopsy analyze``: the verdict first, then the why.
+
+Order: verdict (family, cause, step, one sentence), its evidence, its advice; the
+other findings, ranked; the rules skipped and why; a short account of what was
+read (``--verbose`` adds the full tables of sources, tags and config).
+"""
+
+from __future__ import annotations
+
+from typing import IO, TYPE_CHECKING
+
+from autopsy.model.finding import Family, Finding
+from autopsy.model.run import Run
+from autopsy.model.verdict import Verdict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+
+    from autopsy.rules.engine import Diagnosis
+
+STYLE: dict[Family, str] = {Family.HEALTHY: "bold green", Family.UNKNOWN: "bold yellow"}
+MAX_OTHERS = 12
+
+
+def _headline(verdict: Verdict) -> str:
+    parts = [verdict.family.value]
+    if verdict.cause:
+        parts.append(f"cause {verdict.cause}")
+    if verdict.step is not None:
+        parts.append(f"step {verdict.step}")
+    if verdict.ranks:
+        parts.append("rank " + ",".join(str(r) for r in verdict.ranks))
+    if verdict.code:
+        parts.append(verdict.code)
+    return " · ".join(parts)
+
+
+def _evidence_lines(console: Console, finding: Finding, indent: str = "  ") -> None:
+    for ev in finding.evidence:
+        where = []
+        if ev.source:
+            where.append(ev.source + (f":{ev.line}" if ev.line else ""))
+        if ev.tag:
+            span = f" steps {ev.steps[0]}-{ev.steps[1]}" if ev.steps else ""
+            where.append(f"{ev.tag}{span}")
+        if ev.key:
+            where.append(ev.key)
+        suffix = f"  [dim]({'; '.join(where)})[/dim]" if where else ""
+        console.print(f"{indent}- {_esc(ev.summary)}{suffix}")
+
+
+def _esc(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def render_analysis(run: Run, diagnosis: Diagnosis, out: IO[str], *, verbose: bool = False) -> None:
+    """Write the analysis report to ``out``; colour only when it is a terminal."""
+    from rich.console import Console
+
+    console = Console(file=out, highlight=False)
+    verdict = diagnosis.verdict
+    style = STYLE.get(verdict.family, "bold red")
+    console.print(f"[bold]autopsy[/bold] {_esc(run.root.as_posix())}")
+    console.print(f"[{style}]VERDICT: {_esc(_headline(verdict))}[/{style}]")
+    console.print(f"[bold]{_esc(verdict.title)}[/bold]")
+    console.print(_esc(verdict.message))
+    top = next((f for f in diagnosis.findings if f.code == verdict.code), None)
+    if top is not None:
+        if top.evidence:
+            console.print("[bold]Evidence[/bold]")
+            _evidence_lines(console, top)
+        if top.advice:
+            console.print("[bold]What to change[/bold]")
+            for item in top.advice:
+                console.print(f"  - {_esc(item)}")
+    others = [f for f in diagnosis.findings if f is not top]
+    if others:
+        console.print(f"[bold]Other findings[/bold] ({len(others)})")
+        for f in others[:MAX_OTHERS]:
+            step = f" at step {f.step}" if f.step is not None else ""
+            console.print(f"  {f.code} [{f.severity.value}] {_esc(f.title)}{step}: "
+                          f"{_esc(f.message)}")
+            if verbose:
+                _evidence_lines(console, f, indent="      ")
+                for item in f.advice:
+                    console.print(f"      > {_esc(item)}")
+        if len(others) > MAX_OTHERS:
+            console.print(f"  ... {len(others) - MAX_OTHERS} more (see --format json)")
+    skipped = [s for s in diagnosis.skipped if s.reason != "not selected"]
+    if skipped:
+        console.print(f"[bold]Skipped rules[/bold] ({len(skipped)})")
+        for s in skipped[:MAX_OTHERS]:
+            console.print(f"  {s.code} {s.name}: {_esc(s.reason)}")
+        if len(skipped) > MAX_OTHERS:
+            console.print(f"  ... {len(skipped) - MAX_OTHERS} more")
+    _run_account(console, run)
+    if verbose:
+        from autopsy.report.text_summary import render_summary
+
+        console.print()
+        render_summary(run, None, out)
+
+
+def _run_account(console: Console, run: Run) -> None:
+    segs = run.segments()
+    steps = (f"steps {min(s['first_step'] for s in segs)}-{max(s['last_step'] for s in segs)}"
+             if segs else "no steps")
+    restarts = f", {len(segs)} segments (restarts)" if len(segs) > 1 else ""
+    console.print(f"[bold]Read[/bold] {len(run.sources)} files ({len(run.scalars):,} points, "
+                  f"{steps}{restarts}, {len(run.config)} config values); "
+                  f"{len(run.unread)} files with no reader. --verbose shows them.")
+    if run.problems:
+        console.print(f"[bold red]Problems[/bold red] ({len(run.problems)}):")
+        for p in run.problems[:MAX_OTHERS]:
+            count = f" x{p.count}" if p.count > 1 else ""
+            console.print(f"  {_esc(p.source)}: {_esc(p.what)}{count}")

@@ -1,0 +1,52 @@
+"""What a rule gets besides the Run: its thresholds, and a finding builder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from autopsy.model.finding import Evidence, Finding, Severity
+from autopsy.rules.registry import RuleSpec, ThresholdValue
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """The context of one rule's run: its spec and its effective thresholds."""
+
+    spec: RuleSpec
+    thresholds: Mapping[str, ThresholdValue]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.thresholds[name]
+
+    def finding(
+        self,
+        *,
+        message: str,
+        severity: Severity,
+        confidence: float,
+        cause: str | None = None,
+        step: int | None = None,
+        ranks: Iterable[int] = (),
+        evidence: Iterable[Evidence] = (),
+        advice: Iterable[str] = (),
+        title: str | None = None,
+    ) -> Finding:
+        """Build a finding of this rule (code, name, family and title filled in)."""
+        if cause is not None and self.spec.causes and cause not in self.spec.causes:
+            raise ValueError(f"{self.spec.code}: cause {cause!r} not declared")
+        return Finding(
+            code=self.spec.code,
+            name=self.spec.name,
+            family=self.spec.family,
+            cause=cause,
+            severity=severity,
+            confidence=float(max(0.0, min(1.0, confidence))),
+            title=title or self.spec.title,
+            message=message,
+            step=None if step is None else int(step),
+            ranks=tuple(int(r) for r in ranks),
+            evidence=tuple(evidence),
+            advice=tuple(advice),
+        )

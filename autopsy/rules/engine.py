@@ -1,0 +1,113 @@
+"""The engine: run the selected rules over a Run, record skips, pick the verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from autopsy.model.finding import Family, Finding
+from autopsy.model.run import Run
+from autopsy.model.verdict import Verdict
+from autopsy.rules.context import RuleContext
+from autopsy.rules.ranking import is_failure, rank
+from autopsy.rules.registry import RuleSpec, load_rules, unmet_requirements
+from autopsy.rules.settings import Settings
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A rule that did not run, and why."""
+
+    code: str
+    name: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        """Return the JSON report's ``skipped`` entry."""
+        return {"code": self.code, "name": self.name, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The outcome of the rules over one run."""
+
+    verdict: Verdict
+    findings: tuple[Finding, ...]
+    skipped: tuple[Skipped, ...]
+    ran: tuple[str, ...]
+
+    @property
+    def failed(self) -> bool:
+        """Whether the verdict is a failure."""
+        return self.verdict.family not in (Family.HEALTHY, Family.UNKNOWN)
+
+
+def _as_findings(result: Iterable[Finding] | Finding | None) -> list[Finding]:
+    if result is None:
+        return []
+    if isinstance(result, Finding):
+        return [result]
+    return [f for f in result if f is not None]
+
+
+def _present_tags(run: Run) -> set[str]:
+    if run.scalars.empty:
+        return set()
+    values = run.scalars["value"].notna()
+    return {str(t) for t in run.scalars.loc[values, "tag"].unique()} | set(run.tags)
+
+
+def run_rules(
+    run: Run, settings: Settings, registry: Mapping[str, RuleSpec]
+) -> tuple[list[Finding], list[Skipped], list[str]]:
+    """Run every selected rule; a rule's crash becomes a skip, never a traceback."""
+    tags = _present_tags(run)
+    config_keys = set(run.config)
+    findings: list[Finding] = []
+    skipped: list[Skipped] = []
+    ran: list[str] = []
+    for code, spec in registry.items():
+        if not settings.selected(spec):
+            skipped.append(Skipped(code, spec.name, "not selected"))
+            continue
+        missing = unmet_requirements(spec, tags, config_keys)
+        if missing:
+            needs = " and ".join(m.replace("|", " or ") for m in missing)
+            skipped.append(Skipped(code, spec.name, f"needs {needs}; the run has none"))
+            continue
+        ctx = RuleContext(spec=spec, thresholds=settings.thresholds(spec))
+        try:
+            found = _as_findings(spec.func(run, ctx))
+        except Exception as exc:  # one broken rule must not take the report down
+            skipped.append(Skipped(code, spec.name, f"rule failed: {type(exc).__name__}: {exc}"))
+            continue
+        ran.append(code)
+        findings.extend(found)
+    return findings, skipped, ran
+
+
+def pick_verdict(findings: list[Finding], skipped: list[Skipped], run: Run) -> Verdict:
+    """The verdict: the top-ranked failure; else healthy if a health rule vouched; else unknown."""
+    failures = [f for f in findings if is_failure(f)]
+    if failures:
+        return Verdict.from_finding(rank(failures)[0])
+    healthy = [f for f in findings if f.family is Family.HEALTHY]
+    if healthy:
+        return Verdict.from_finding(healthy[0])
+    if run.scalars.empty:
+        return Verdict.unknown("the run has no scalar series (loss, grad_norm, ...) to judge")
+    reasons = [f"{s.code} {s.reason}" for s in skipped if s.reason != "not selected"][:3]
+    why = "; ".join(reasons) if reasons else "no rule could vouch for the run's health"
+    return Verdict.unknown(f"no failure found, but the run lacks the signals to call it "
+                           f"healthy ({why})")
+
+
+def diagnose(run: Run, settings: Settings | None = None,
+             registry: Mapping[str, RuleSpec] | None = None) -> Diagnosis:
+    """Run the rules over ``run`` and pick the verdict."""
+    rules = registry if registry is not None else load_rules()
+    findings, skipped, ran = run_rules(run, settings or Settings(), rules)
+    verdict = pick_verdict(findings, skipped, run)
+    return Diagnosis(verdict=verdict, findings=tuple(rank(findings)), skipped=tuple(skipped),
+                     ran=tuple(ran))
+

@@ -1,0 +1,80 @@
+"""HLT001: the training loss is finite and going down."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autopsy.model.finding import Evidence, Family, Finding, Severity
+from autopsy.model.run import Run
+from autopsy.rules.context import RuleContext
+from autopsy.rules.registry import rule
+
+
+@rule(
+    code="HLT001",
+    name="loss-decreasing",
+    family=Family.HEALTHY,
+    requires=("loss",),
+    thresholds={"min_points": 8, "min_drop": 0.05},
+)
+def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
+    """The training loss is finite throughout and fell over the run.
+
+    What happened:
+        Every logged training loss (and grad norm, when logged) is finite, and the
+        loss at the end of the run is clearly lower than at its start. Unless
+        another rule reports a failure, this is what lets the verdict say
+        "healthy" rather than "could not decide".
+
+    Why it happens:
+        Optimisation is working: the learning rate, the data and the model are
+        compatible enough for the loss to go down.
+
+    How to fix:
+        Nothing to fix. Check the other findings (warnings, config notes) and the
+        eval loss for overfitting.
+
+    Evidence shown:
+        The loss at the start and at the end (medians of the first and last
+        quarters of the logged points), the number of points and the step range.
+        It vouches only with at least ``min_points`` finite points and a relative
+        drop of at least ``min_drop``.
+    """
+    loss = run.series("loss")
+    values = loss.to_numpy(dtype=float)
+    if len(values) < ctx["min_points"] or not np.isfinite(values).all():
+        return None
+    grad = run.series("grad_norm").to_numpy(dtype=float)
+    if len(grad) and not np.isfinite(grad).all():
+        return None
+    quarter = max(1, len(values) // 4)
+    start = float(np.median(values[:quarter]))
+    end = float(np.median(values[-quarter:]))
+    if not start > 0 or (start - end) / abs(start) < ctx["min_drop"]:
+        return None
+    steps = loss.index.to_numpy()
+    first, last = int(steps[0]), int(steps[-1])
+    drop = (start - end) / start
+    evidence = [Evidence(
+        summary=f"loss fell from {start:.4g} to {end:.4g} ({drop:.0%}) over {len(values)} "
+                f"points, steps {first}-{last}",
+        tag="loss", steps=(first, last),
+        numbers={"start": start, "end": end, "points": len(values)},
+    )]
+    eval_loss = run.series("eval_loss").to_numpy(dtype=float)
+    if len(eval_loss) >= 2 and np.isfinite(eval_loss).all():
+        evidence.append(Evidence(
+            summary=f"eval loss went from {eval_loss[0]:.4g} to {eval_loss[-1]:.4g} "
+                    f"(best {eval_loss.min():.4g})",
+            tag="eval_loss",
+            numbers={"first": float(eval_loss[0]), "last": float(eval_loss[-1]),
+                     "best": float(eval_loss.min())},
+        ))
+    return ctx.finding(
+        message=f"No failure found: the loss fell from {start:.4g} to {end:.4g} over "
+                f"steps {first}-{last}, finite throughout.",
+        severity=Severity.INFO,
+        confidence=min(1.0, 0.5 + len(values) / 100),
+        title="Training looks healthy",
+        evidence=evidence,
+    )

@@ -1,0 +1,49 @@
+"""Ranking findings and picking the verdict: the root, not the cascade.
+
+A finding that names a cause outranks a bare symptom of the same severity ("grad
+norm spiked 40x at the peak LR with no clipping" over "loss is NaN"); a failure
+that ends the run outranks a slow degradation; then confidence, then the earlier
+step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from autopsy.model.finding import Family, Finding, Severity
+
+SEVERITY_ORDER: dict[Severity, int] = {
+    Severity.CRITICAL: 3, Severity.ERROR: 2, Severity.WARNING: 1, Severity.INFO: 0,
+}
+
+#: Families in the order a verdict prefers them when severities tie.
+FAMILY_ORDER: tuple[Family, ...] = (
+    Family.CRASH, Family.OOM, Family.HANG, Family.NAN_INF, Family.RESUME, Family.DIVERGING,
+    Family.NOT_DECREASING, Family.OVERFITTING, Family.SLOW, Family.HEALTHY, Family.UNKNOWN,
+)
+
+#: Severities that make a finding a failure (a candidate for the verdict).
+FAILURE_SEVERITIES: frozenset[Severity] = frozenset({Severity.ERROR, Severity.CRITICAL})
+
+
+def rank_key(finding: Finding) -> tuple[int, int, int, float, int]:
+    """Sort key: smaller is more important."""
+    return (
+        -SEVERITY_ORDER[finding.severity],
+        0 if finding.cause else 1,
+        FAMILY_ORDER.index(finding.family),
+        -finding.confidence,
+        finding.step if finding.step is not None else 1 << 62,
+    )
+
+
+def rank(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings, most important first."""
+    return sorted(findings, key=rank_key)
+
+
+def is_failure(finding: Finding) -> bool:
+    """Whether ``finding`` reports a failure (not a warning, note, or health)."""
+    return finding.severity in FAILURE_SEVERITIES and finding.family not in (
+        Family.HEALTHY, Family.UNKNOWN,
+    )
