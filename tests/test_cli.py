@@ -175,3 +175,29 @@ def test_reading_a_run_imports_no_torch_or_tensorboard() -> None:
                           timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
+
+
+def test_rules_and_explain_commands() -> None:
+    listing = invoke("rules").output
+    assert "HLT001" in listing and "loss-decreasing" in listing
+    data = json.loads(invoke("rules", "--format", "json").output)
+    assert {"code", "name", "family", "causes", "requires", "thresholds", "title"} <= set(data[0])
+    text = invoke("explain", "hlt001").output
+    assert "What happened:" in text and "How to fix:" in text and "min_points" in text
+    bad = CliRunner().invoke(cli, ["explain", "NOPE999"])
+    assert bad.exit_code == 2 and "unknown rule" in bad.output
+
+
+def test_analyze_healthy_sample_exits_0_and_bad_set_exits_2() -> None:
+    from conftest import SAMPLE_RUNS
+
+    healthy = invoke("analyze", str(SAMPLE_RUNS / "healthy_hf_trainer"), "--format", "json")
+    assert healthy.exit_code == 0
+    assert json.loads(healthy.output)["verdict"]["family"] == "healthy"
+    bad = CliRunner().invoke(cli, ["analyze", str(SAMPLE_RUNS / "healthy_hf_trainer"),
+                                   "--set", "HLT001.nope=3"])
+    assert bad.exit_code == 2
+    assert "has no threshold" in bad.output
+    strict = invoke("analyze", str(SAMPLE_RUNS / "healthy_hf_trainer"), "--format", "json",
+                    "--set", "HLT001.min_points=1000")
+    assert strict.exit_code == 3

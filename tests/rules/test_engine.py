@@ -1,0 +1,164 @@
+"""The engine: skips with reasons, crash isolation, ranking, verdict, settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from runs import synthetic_run
+
+from autopsy.errors import UsageError
+from autopsy.model import Evidence, Family, Finding, Severity
+from autopsy.rules.engine import diagnose
+from autopsy.rules.ranking import rank
+from autopsy.rules.registry import REGISTRY, RuleSpec, load_rules, rule
+from autopsy.rules.settings import Settings, load_settings
+
+
+def _spec(code: str, func, *, requires=(), thresholds=None, family=Family.NAN_INF,
+          causes=("lr_too_high",)) -> RuleSpec:
+    return RuleSpec(code=code, name=code.lower(), family=family, causes=causes,
+                    requires=tuple(requires), thresholds=thresholds or {}, func=func,
+                    module="tests")
+
+
+def _finding(code: str, severity: Severity, cause: str | None, family=Family.NAN_INF,
+             step: int | None = 5, confidence: float = 0.5) -> Finding:
+    return Finding(code=code, name=code.lower(), family=family, cause=cause,
+                   severity=severity, confidence=confidence, title=code, message=code,
+                   step=step)
+
+
+def test_missing_signal_is_skipped_with_the_reason() -> None:
+    registry = {"TST001": _spec("TST001", lambda run, ctx: None, requires=("grad_norm",))}
+    d = diagnose(synthetic_run({"loss": [1.0, 0.5]}), registry=registry)
+    assert d.skipped[0].code == "TST001"
+    assert "grad_norm" in d.skipped[0].reason
+    assert d.ran == ()
+
+
+def test_alternative_and_config_requirements() -> None:
+    registry = {
+        "TST001": _spec("TST001", lambda run, ctx: None, requires=("grad_norm|loss",)),
+        "TST002": _spec("TST002", lambda run, ctx: None, requires=("config:fp16",)),
+    }
+    d = diagnose(synthetic_run({"loss": [1.0]}, config={"fp16": True}), registry=registry)
+    assert d.ran == ("TST001", "TST002")
+
+
+def test_a_crashing_rule_is_a_skip_not_a_traceback() -> None:
+    def boom(run, ctx):
+        raise ZeroDivisionError("oops")
+
+    d = diagnose(synthetic_run({"loss": [1.0]}), registry={"TST001": _spec("TST001", boom)})
+    assert "rule failed: ZeroDivisionError" in d.skipped[0].reason
+
+
+def test_an_explanation_outranks_a_bare_symptom() -> None:
+    symptom = _finding("TST001", Severity.CRITICAL, None, step=481, confidence=0.99)
+    cause = _finding("TST002", Severity.CRITICAL, "lr_too_high", step=480, confidence=0.6)
+    warning = _finding("TST003", Severity.WARNING, "no_clipping", family=Family.DIVERGING)
+    assert [f.code for f in rank([symptom, warning, cause])] == ["TST002", "TST001", "TST003"]
+
+
+def test_verdict_is_the_top_failure_and_warnings_never_are() -> None:
+    registry = {
+        "TST001": _spec("TST001", lambda run, ctx: _finding("TST001", Severity.WARNING,
+                                                            "lr_too_high")),
+        "TST002": _spec("TST002", lambda run, ctx: [
+            _finding("TST002", Severity.ERROR, "lr_too_high", family=Family.DIVERGING)]),
+    }
+    d = diagnose(synthetic_run({"loss": [1.0]}), registry=registry)
+    assert d.verdict.code == "TST002"
+    assert d.verdict.family is Family.DIVERGING
+    assert d.failed
+    only_warning = diagnose(synthetic_run({"loss": [1.0]}), registry={"TST001":
+                                                                       registry["TST001"]})
+    assert only_warning.verdict.family is Family.UNKNOWN
+
+
+def test_context_builds_findings_with_the_rule_identity() -> None:
+    seen = {}
+
+    def rule_func(run, ctx):
+        seen["limit"] = ctx["limit"]
+        return ctx.finding(message="m", severity=Severity.ERROR, confidence=2.0,
+                           cause="lr_too_high", evidence=[Evidence("e")])
+
+    spec = _spec("TST001", rule_func, thresholds={"limit": 3.0})
+    settings = Settings(overrides={"TST001": {"limit": 9.0}})
+    d = diagnose(synthetic_run({"loss": [1.0]}), settings, registry={"TST001": spec})
+    assert seen["limit"] == 9.0
+    f = d.findings[0]
+    assert (f.code, f.name, f.family, f.confidence) == ("TST001", "tst001", Family.NAN_INF, 1.0)
+
+
+def test_undeclared_cause_is_a_bug() -> None:
+    spec = _spec("TST001", lambda run, ctx: ctx.finding(
+        message="m", severity=Severity.ERROR, confidence=1, cause="not_declared"))
+    d = diagnose(synthetic_run({"loss": [1.0]}), registry={"TST001": spec})
+    assert "not declared" in d.skipped[0].reason
+
+
+def test_rule_decorator_validates_code_and_name() -> None:
+    with pytest.raises(Exception, match="bad rule code"):
+        rule(code="nan1", name="x", family=Family.NAN_INF)(lambda run, ctx: None)
+    with pytest.raises(Exception, match="kebab"):
+        rule(code="ZZZ999", name="Not_Kebab", family=Family.NAN_INF)(lambda run, ctx: None)
+    assert "ZZZ999" not in REGISTRY
+
+
+# ---------------------------------------------------------------- settings
+
+REG = load_rules()
+
+
+def test_set_overrides_and_coerces() -> None:
+    s = load_settings(REG, sets=["HLT001.min_points=20", "hlt001.min_drop=0.5"],
+                      search_from=Path("/"))
+    assert s.thresholds(REG["HLT001"]) == {"min_points": 20, "min_drop": 0.5}
+
+
+@pytest.mark.parametrize("item, message", [
+    ("HLT001.nope=1", "has no threshold 'nope'"),
+    ("XXX999.min_points=1", "unknown rule code"),
+    ("HLT001.min_points=abc", "expects an int"),
+    ("HLT001.min_points=2.5", "expects an int"),
+    ("HLT001min_points=3", "CODE.name=value"),
+])
+def test_bad_set_items_are_usage_errors(item: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        load_settings(REG, sets=[item], search_from=Path("/"))
+
+
+def test_pyproject_table_is_read_and_cli_wins(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.autopsy]\nignore = ["HLT001"]\n\n'
+        "[tool.autopsy.rules.HLT001]\nmin_points = 11\nmin_drop = 0.2\n")
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    s = load_settings(REG, sets=["HLT001.min_drop=0.3"], search_from=sub)
+    assert s.source == str(tmp_path / "pyproject.toml")
+    assert s.thresholds(REG["HLT001"]) == {"min_points": 11, "min_drop": 0.3}
+    assert not s.selected(REG["HLT001"])
+
+
+@pytest.mark.parametrize("body, message", [
+    ("[tool.autopsy]\nthresholds = 1\n", "unknown key"),
+    ("[tool.autopsy.rules.HLT001]\nmin_pointz = 3\n", "has no threshold"),
+    ("[tool.autopsy]\nselect = \"NAN\"\n", "list of strings"),
+    ("[tool.autopsy]\nselect = [\"NOPE\"]\n", "no rule matches"),
+    ("[tool.autopsy\n", "invalid TOML"),
+])
+def test_bad_pyproject_is_a_usage_error(tmp_path: Path, body: str, message: str) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text(body)
+    with pytest.raises(UsageError, match=message):
+        load_settings(REG, config=path)
+
+
+def test_select_by_code_prefix_family_or_name() -> None:
+    spec = REG["HLT001"]
+    for selector in ("HLT001", "HLT", "healthy", "loss-decreasing"):
+        assert Settings(select=(selector,)).selected(spec)
+    assert not Settings(select=("NAN",)).selected(spec)

@@ -1,0 +1,53 @@
+"""Every rule keeps the house contract: code, docs sections, tests, catalogue."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from autopsy.rules.catalogue import DOC_PATH, markdown
+from autopsy.rules.registry import DOC_SECTIONS, load_rules
+
+RULES = load_rules()
+TESTS = Path(__file__).resolve().parent
+
+
+def test_there_are_rules() -> None:
+    assert RULES
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_rule_docstring_has_every_section(code: str) -> None:
+    spec = RULES[code]
+    assert spec.title and len(spec.title) < 100
+    sections = spec.sections()
+    for heading in DOC_SECTIONS:
+        assert sections.get(heading), f"{code} lacks a '{heading}:' section"
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_rule_declaration_is_well_formed(code: str) -> None:
+    spec = RULES[code]
+    assert re.fullmatch(r"[A-Z]{2,5}\d{3}", spec.code)
+    for cause in spec.causes:
+        assert re.fullmatch(r"[a-z][a-z0-9_]*", cause), cause
+    module_file = spec.module.rsplit(".", 1)[-1]
+    assert module_file.startswith(code.lower()), f"{spec.module} should be named {code.lower()}_*"
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_rule_has_a_failing_and_a_near_miss_test(code: str) -> None:
+    path = TESTS / f"test_{code.lower()}.py"
+    assert path.exists(), f"{code} needs tests in {path.name}"
+    names = [n.name for n in ast.walk(ast.parse(path.read_text()))
+             if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+    assert any("fail" in n or "fires" in n for n in names), f"{path.name}: no failing case"
+    assert any("near_miss" in n or "pass" in n for n in names), f"{path.name}: no near miss"
+
+
+def test_docs_rules_md_is_not_stale() -> None:
+    assert DOC_PATH.read_text() == markdown(RULES), (
+        "docs/rules.md is stale: run python -m autopsy.rules.catalogue --write")
