@@ -1,0 +1,234 @@
+"""What the not-decreasing rules share: "is the loss flat near its start?" and which cause.
+
+Every FLAT rule calls :func:`flat_loss` and fires only when the cause it returns is its
+own, so exactly one of them explains a flat run. The causes are tried in this order,
+each excluding the next:
+
+1. ``labels_masked``: the loss is 0 at every point (``|loss| <= zero_loss``), or
+   constant to ``const_rel`` of its level with zero gradients (grad norm absent, at most
+   ``zero_grad_norm``, or not finite while the loss reads 0: the HF Trainer's NaN
+   filter logs 0 for a NaN loss);
+2. ``frozen_params``: grad norm logged, its median at most ``zero_grad_norm``;
+3. ``lr_too_low``: the peak LR below the bottom of the regime's range
+   (:mod:`autopsy.rules.lr_regime`);
+4. ``chance_level``: the loss within ``chance_tol`` (relative) of ln(C) for C =
+   ``num_labels`` or ``vocab_size``;
+5. ``None``: flat, cause not established (FLAT005).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from autopsy.model.finding import Evidence
+from autopsy.model.run import Run
+from autopsy.rules.lr_regime import REGIME_THRESHOLDS, PeakLR, Regime, lr_regime, peak_lr
+from autopsy.signals import Plateau, plateau_test
+
+#: Thresholds every FLAT rule declares (they classify together, so they share them).
+FLAT_THRESHOLDS: dict[str, float | int] = {
+    "min_points": 10,
+    "flat_rel_tol": 0.05,
+    "initial_points": 3,
+    "max_initial_drop": 0.1,
+    "zero_loss": 1e-7,
+    "const_rel": 1e-6,
+    "zero_grad_norm": 1e-8,
+    "chance_tol": 0.03,
+    **REGIME_THRESHOLDS,
+}
+
+#: Architecture name endings whose loss is a cross-entropy over ``num_labels`` classes.
+CLASSIFIER_HEADS = ("ForSequenceClassification", "ForTokenClassification",
+                    "ForImageClassification", "ForAudioClassification")
+HF_DEFAULT_NUM_LABELS = 2
+
+
+@dataclass(frozen=True)
+class Grad:
+    """The grad norm over the flat window."""
+
+    median: float
+    max: float
+    n: int
+    non_finite: int
+
+
+@dataclass(frozen=True)
+class Chance:
+    """A chance level ln(C) the loss sits at."""
+
+    classes: int
+    key: str
+    level: float
+    deviation: float
+    source: str | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class FlatLoss:
+    """A training loss flat near its initial value, and what explains it."""
+
+    plateau: Plateau
+    initial: float
+    level: float
+    first_step: int
+    last_step: int
+    n: int
+    zero: bool
+    constant: bool
+    grad: Grad | None
+    lr: PeakLR | None
+    regime: Regime
+    chance: Chance | None
+    cause: str | None
+
+    def loss_evidence(self) -> Evidence:
+        """The flat loss as evidence."""
+        p = self.plateau
+        return Evidence(
+            summary=f"loss flat at {self.level:.6g} over {self.n} points, steps "
+                    f"{self.first_step}-{self.last_step} (initial {self.initial:.6g}, "
+                    f"change {p.rel_change:+.1%}, noise {p.noise:.1%})",
+            tag="loss", steps=(self.first_step, self.last_step),
+            numbers={"initial": self.initial, "level": self.level, "start_level": p.start_level,
+                     "end_level": p.end_level, "rel_change": p.rel_change, "points": self.n},
+        )
+
+    def grad_evidence(self) -> Evidence | None:
+        """The grad norm as evidence (None when not logged)."""
+        g = self.grad
+        if g is None:
+            return None
+        bad = f", {g.non_finite} not finite" if g.non_finite else ""
+        return Evidence(
+            summary=f"grad norm median {g.median:.3g}, max {g.max:.3g} over {g.n} finite "
+                    f"points{bad}",
+            tag="grad_norm", steps=(self.first_step, self.last_step),
+            numbers={"median": g.median, "max": g.max, "points": g.n, "non_finite": g.non_finite},
+        )
+
+    def lr_evidence(self) -> Evidence | None:
+        """The peak LR against the regime's range (None when no LR is known)."""
+        if self.lr is None:
+            return None
+        r = self.regime
+        return Evidence(
+            summary=f"{self.lr.describe()}; {r.label} typically uses {r.range_text} "
+                    f"({r.basis})",
+            tag="learning_rate" if self.lr.origin == "series" else None,
+            source=self.lr.source,
+            key="learning_rate" if self.lr.origin == "config" else None,
+            numbers={"lr": self.lr.value, "regime": r.name, "low": r.low, "high": r.high},
+        )
+
+
+def _grad(run: Run, first: int, last: int) -> Grad | None:
+    s = run.series("grad_norm")
+    if s.empty:
+        return None
+    s = s[(s.index >= first) & (s.index <= last)]
+    v = s.to_numpy(dtype=float)
+    finite = v[np.isfinite(v)]
+    if v.size == 0:
+        return None
+    if finite.size == 0:
+        return Grad(math.nan, math.nan, 0, int(v.size))
+    return Grad(float(np.median(np.abs(finite))), float(np.max(np.abs(finite))),
+                int(finite.size), int(v.size - finite.size))
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value) if value >= 2 and float(value).is_integer() else None
+
+
+def _class_counts(run: Run) -> list[tuple[int, str, str | None, str]]:
+    """Candidate class counts: (C, key, source, note)."""
+    out: list[tuple[int, str, str | None, str]] = []
+    cfg = run.config
+    problem = str(cfg.get("problem_type") or "")
+    arch = " ".join(str(a) for a in (cfg.get("architectures") or []))
+    num = cfg.get_entry("num_labels")
+    if problem == "multi_label_classification":
+        src = cfg.get_entry("problem_type")
+        out.append((2, "problem_type", src.source if src else None,
+                    "per-label binary cross-entropy"))
+    elif problem != "regression":
+        if num is not None and _int(num.value):
+            out.append((int(num.value), "num_labels", num.source, ""))
+        elif any(arch.endswith(h) or h in arch for h in CLASSIFIER_HEADS):
+            src = cfg.get_entry("architectures")
+            out.append((HF_DEFAULT_NUM_LABELS, "num_labels", src.source if src else None,
+                        "no id2label in the config: the HF default of 2 labels assumed"))
+    vocab = cfg.get_entry("vocab_size")
+    if vocab is not None and _int(vocab.value):
+        out.append((int(vocab.value), "vocab_size", vocab.source, ""))
+    return out
+
+
+def _chance(run: Run, level: float, tol: float) -> Chance | None:
+    best: Chance | None = None
+    for classes, key, source, note in _class_counts(run):
+        ln_c = math.log(classes)
+        dev = abs(level - ln_c) / ln_c
+        if dev <= tol and (best is None or dev < best.deviation):
+            best = Chance(classes, key, ln_c, dev, source, note)
+    return best
+
+
+def flat_loss(run: Run, t: Mapping[str, Any]) -> FlatLoss | None:
+    """The flat-loss analysis, with its cause; None when the loss is not flat near its start."""
+    loss = run.series("loss")
+    values = loss.to_numpy(dtype=float)
+    finite = np.isfinite(values)
+    if finite.sum() < t["min_points"]:
+        return None
+    plateau = plateau_test(loss, rel_tol=float(t["flat_rel_tol"]), min_points=int(t["min_points"]))
+    if plateau is None or not plateau.is_flat:
+        return None
+    y = values[finite]
+    steps = loss.index.to_numpy()[finite]
+    initial = float(np.median(y[: max(1, int(t["initial_points"]))]))
+    end = plateau.end_level
+    if initial > 0 and (initial - end) / initial > t["max_initial_drop"]:
+        return None  # fell, then flattened: converged or stalled late, not "never learned"
+    level = float(np.median(y))
+    zero = bool(np.all(np.abs(y) <= t["zero_loss"]))
+    constant = bool(np.ptp(y) <= t["const_rel"] * max(abs(level), 1e-12)) or zero
+    first, last = int(steps[0]), int(steps[-1])
+    grad = _grad(run, first, last)
+    lr, regime = peak_lr(run), lr_regime(run, t)
+    chance = _chance(run, level, float(t["chance_tol"]))
+    cause = _cause(zero=zero, constant=constant, grad=grad, lr=lr, regime=regime,
+                   chance=chance, zero_grad=float(t["zero_grad_norm"]))
+    return FlatLoss(
+        plateau=plateau, initial=initial, level=level, first_step=first, last_step=last,
+        n=int(y.size), zero=zero, constant=constant, grad=grad, lr=lr,
+        regime=regime, chance=chance, cause=cause,
+    )
+
+
+def _cause(*, zero: bool, constant: bool, grad: Grad | None, lr: PeakLR | None,
+           regime: Regime, chance: Chance | None, zero_grad: float) -> str | None:
+    """The one cause the evidence supports, in the order of the module docstring."""
+    grad_zero = grad is not None and grad.n > 0 and grad.median <= zero_grad
+    grad_nan_only = grad is not None and grad.n == 0
+    if zero and (grad is None or grad_zero or grad_nan_only):
+        return "labels_masked"
+    if constant and (grad is None or grad_zero):
+        return "labels_masked"
+    if grad_zero:
+        return "frozen_params"
+    if lr is not None and lr.value < regime.low and not zero:
+        return "lr_too_low"
+    if chance is not None and not zero:
+        return "chance_level"
+    return None
