@@ -32,7 +32,8 @@ class Schedule:
         warmup_steps: length of the warm-up in steps (0 when the LR starts at its peak):
             ``peak_step`` minus the step where the warm-up ramp starts (the first logged
             step, or where the ramp line crosses 0 when that lies within one logging
-            interval before it). For a ramp from 0 this equals the trainer's warmup_steps.
+            interval before it and not before step 0). For a ramp from 0 this equals the
+            trainer's warmup_steps.
         peak: the peak LR (the largest logged value, or the meeting point of the warm-up
             and decay lines when sparse logging skipped it).
         peak_step: the step where the warm-up ends and the peak is reached.
@@ -99,7 +100,7 @@ def _restarts(x: np.ndarray, y: np.ndarray) -> list[int]:
 def reconstruct_schedule(lr: pd.Series) -> Schedule | None:
     """Reconstruct the LR schedule from a learning-rate series (None if < 2 finite points).
 
-    - ``peak``/``peak_step``: the largest LR and the first step within 1e-4 of it, refined
+    - ``peak``/``peak_step``: the largest LR and the first step within 1e-6 of it, refined
       for a linear warm-up by :func:`~autopsy.signals.schedule_fit.linear_peak`.
     - No warm-up when ``first >= 0.95 · peak``; otherwise ``warmup_steps`` as in
       :class:`Schedule`.
@@ -107,14 +108,14 @@ def reconstruct_schedule(lr: pd.Series) -> Schedule | None:
     - ``shape``: :func:`~autopsy.signals.schedule_fit.classify_decay` on the points from the
       peak to the first restart after it: "constant" if they vary by < 1% of the peak,
       "step" if piecewise constant with at most 10 drops, else the best of linear, cosine
-      and exponential fits by RMS residual (linear preferred on near-ties), "unknown" when
-      even the best residual exceeds 5% of the peak.
+      and exponential fits by RMS residual, "unknown" when even the best residual exceeds
+      5% of the peak.
     """
     x, y = finite_xy(lr)
     if x.size < 2:
         return None
     peak = float(y.max())
-    p = int(np.flatnonzero(y >= peak - 1e-4 * abs(peak))[0])
+    p = int(np.flatnonzero(y >= peak - 1e-6 * abs(peak))[0])
     restarts = _restarts(x, y)
     after = [r for r in restarts if r > x[p]]
     end = int(np.searchsorted(x, after[0])) if after else x.size

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import optimize
 
 CONSTANT_TOL = 0.01  # post-peak LR varying by less than 1% of the peak is constant
 MAX_STEP_DROPS = 10  # a "step" schedule has at most this many drops
 UNKNOWN_RMS = 0.05  # best fit worse than 5% of the peak (RMS) -> "unknown"
-LINEAR_TIE = 2e-3  # linear is kept when its RMS is within this (or 1.5x) of the best
 _COSINE_PERIODS = np.geomspace(1.0, 8.0, 48)  # cosine fits: observed span / half-period
 
 
@@ -55,14 +55,14 @@ def warmup_length(x: np.ndarray, y: np.ndarray, p: int, peak_step: float) -> flo
     """Warm-up length: ``peak_step`` minus where the ramp starts.
 
     The ramp starts at ``x[0]``, or where the line through the first two points crosses 0
-    when that lies within one logging interval before ``x[0]`` (a ramp from 0 whose first
-    point was not logged). At least 1.
+    when that lies within one logging interval before ``x[0]`` and not before step 0 (a
+    ramp from 0 whose first point was not logged). At least 1.
     """
     start = float(x[0])
     if p >= 1 and y[0] > 0 and y[1] > y[0]:
         a, b = _line(x[0], y[0], x[1], y[1])
         zero = -b / a
-        if x[0] - (x[1] - x[0]) <= zero <= x[0]:
+        if max(0.0, x[0] - (x[1] - x[0])) <= zero <= x[0]:
             start = zero
     return max(1.0, peak_step - start)
 
@@ -77,14 +77,25 @@ def _fit_linear(u: np.ndarray, v: np.ndarray) -> float:
     return _rms(a @ coef - v) if coef[1] <= 0 else math.inf
 
 
+def _cosine_rms(u: np.ndarray, v: np.ndarray, c: float) -> float:
+    a = np.column_stack([np.ones_like(u), 0.5 * (1.0 + np.cos(np.pi * u / c))])
+    coef = np.linalg.lstsq(a, v, rcond=None)[0]
+    return _rms(a @ coef - v) if coef[1] >= 0 else math.inf
+
+
 def _fit_cosine(u: np.ndarray, v: np.ndarray) -> float:
-    best = math.inf
-    for c in _COSINE_PERIODS:
-        a = np.column_stack([np.ones_like(u), 0.5 * (1.0 + np.cos(np.pi * u / c))])
-        coef = np.linalg.lstsq(a, v, rcond=None)[0]
-        if coef[1] >= 0:
-            best = min(best, _rms(a @ coef - v))
-    return best
+    """Best cosine RMS over c: a grid on [1, 8], then refined between the grid neighbours."""
+    rms = [_cosine_rms(u, v, c) for c in _COSINE_PERIODS]
+    i = int(np.argmin(rms))
+    if not math.isfinite(rms[i]):
+        return math.inf
+    lo = _COSINE_PERIODS[max(i - 1, 0)]
+    hi = _COSINE_PERIODS[min(i + 1, _COSINE_PERIODS.size - 1)]
+    res = optimize.minimize_scalar(
+        lambda c: _cosine_rms(u, v, c), bounds=(lo, hi), method="bounded",
+        options={"xatol": 1e-6},
+    )
+    return min(rms[i], float(res.fun))
 
 
 def _fit_exponential(u: np.ndarray, v: np.ndarray) -> float:
@@ -112,8 +123,9 @@ def classify_decay(
     ``(max - min) / peak < 1%`` (a lone peak point is "constant" without warm-up, else
     "unknown"); "step" by :func:`_is_step`; else least-squares fits of ``a + b·u``
     (b <= 0), ``a + b·(1 + cos(pi·u/c))/2`` (b >= 0, c in [1, 8]) and ``exp(a + b·u)``
-    (b < 0). The lowest RMS wins, but linear is kept when within ``max(2e-3, 1.5×best)``;
-    "unknown" when the winner's RMS exceeds 5%.
+    (b < 0). The lowest RMS wins; "unknown" when even that exceeds 5%. The cosine starts
+    flat at the peak (no linear term), so a straight line, even a noisy or short one, is
+    not taken for a cosine.
     """
     if xs.size == 1:
         return ("unknown" if has_warmup else "constant"), math.nan
@@ -127,9 +139,7 @@ def classify_decay(
     u = (xs - xs[0]) / (xs[-1] - xs[0])
     fits = {"linear": _fit_linear(u, v), "cosine": _fit_cosine(u, v),
             "exponential": _fit_exponential(u, v)}
-    best = min(fits, key=fits.__getitem__)
-    if fits["linear"] <= max(LINEAR_TIE, 1.5 * fits[best]):
-        best = "linear"
+    best = min(fits, key=fits.__getitem__)  # ties go to the first: linear
     if fits[best] > UNKNOWN_RMS:
         return "unknown", fits[best]
     return best, fits[best]

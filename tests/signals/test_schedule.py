@@ -112,11 +112,38 @@ def test_cosine_warm_restarts(every: int) -> None:
     assert s2.restarts == (100, 300, 700)
 
 
+@EVERY
+def test_warmup_from_a_tenth_then_cosine(every: int) -> None:
+    def make(o: Any) -> Any:
+        return S.SequentialLR(o, [S.LinearLR(o, 0.1, 1.0, 50), S.CosineAnnealingLR(o, 950)], [50])
+
+    s = rebuild(make, every)
+    assert (s.shape, s.warmup_steps, s.peak_step, s.restarts) == ("cosine", 50, 50, ())
+    assert s.first == pytest.approx(0.1 * BASE)
+
+
+def test_one_cycle() -> None:
+    s = rebuild(lambda o: S.OneCycleLR(o, BASE, total_steps=1000), 1)
+    assert (s.shape, s.warmup_steps, s.restarts) == ("cosine", 299, ())
+    lin = rebuild(lambda o: S.OneCycleLR(o, BASE, total_steps=1000, anneal_strategy="linear"), 10)
+    assert (lin.shape, lin.warmup_steps) == ("linear", 299)
+
+
 def test_truncated_cosine_is_cosine_and_linear_is_not() -> None:
     cos = record(lambda o: transformers.get_cosine_schedule_with_warmup(o, 50, 1000))
     assert reconstruct_schedule(cos.loc[:400]).shape == "cosine"  # type: ignore[union-attr]
     lin = record(lambda o: transformers.get_linear_schedule_with_warmup(o, 50, 1000))
     assert reconstruct_schedule(lin.loc[:400]).shape == "linear"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_noisy_rounded_linear_decay_is_not_cosine(seed: int) -> None:
+    steps = np.arange(0, 600, 10)
+    rng = np.random.default_rng(seed)
+    y = 3e-5 * (1000 - steps) / 1000 * (1 + rng.normal(0, 0.003, steps.size))
+    rounded = pd.Series([float(f"{v:.2e}") for v in y], index=steps)
+    s = reconstruct_schedule(rounded)
+    assert s is not None and s.shape == "linear"
 
 
 def test_relaunch_whose_warmup_restarts() -> None:
