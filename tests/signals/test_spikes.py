@@ -132,6 +132,14 @@ def test_large_series_is_vectorised() -> None:
     assert [sp.step for sp in find_spikes(s)] == [100_000, 700_000]
 
 
+def test_empty_and_all_nan() -> None:
+    empty = pd.Series([], dtype="float64")
+    assert spike_scores(empty).shape == (0, 5)
+    assert find_spikes(empty) == []
+    all_nan = spike_scores(pd.Series([np.nan] * 8))
+    assert all_nan[["baseline", "score"]].isna().all().all()
+
+
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError):
         spike_scores(noisy(), window=0)
