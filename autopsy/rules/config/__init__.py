@@ -1,0 +1,1 @@
+"""Config lint: risky or notable settings read from the run's own config (warnings and notes)."""
