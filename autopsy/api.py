@@ -17,6 +17,7 @@ from autopsy.model.run import Run, SourceInfo
 from autopsy.model.scalars import concat_scalars
 from autopsy.readers.base import RunPart
 from autopsy.readers.discover import Discovery, discover, reader_modules
+from autopsy.readers.reconcile import align_segments
 
 if TYPE_CHECKING:  # pragma: no cover
     from autopsy.rules.engine import Diagnosis
@@ -95,9 +96,14 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     events = (
         pd.concat(event_frames, ignore_index=True) if event_frames else empty_events()
     )
+    scalars = align_segments(
+        concat_scalars(scalar_frames),
+        follower_sources=[s.path for s in sources if s.reader == "trainer_state"],
+        leader_sources=[s.path for s in sources if s.reader == "tensorboard"],
+    )
     return Run(
         root=root,
-        scalars=concat_scalars(scalar_frames),
+        scalars=scalars,
         events=events,
         config=config,
         problems=problems,
