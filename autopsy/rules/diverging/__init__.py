@@ -1,0 +1,1 @@
+"""Rules for a training loss that rises (diverges) or spikes while staying finite."""

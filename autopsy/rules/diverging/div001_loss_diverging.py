@@ -1,0 +1,187 @@
+"""DIV001: the training loss rises after its minimum and stays up, while still finite."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from autopsy.model.finding import Evidence, Family, Finding, Severity
+from autopsy.model.run import Run
+from autopsy.rules.context import RuleContext
+from autopsy.rules.diverging._shared import (
+    SchedulePoint,
+    clipping_off,
+    config_evidence,
+    peak_lr,
+    schedule_evidence,
+    schedule_point,
+    total_steps,
+    warmup_off,
+)
+from autopsy.rules.registry import rule
+from autopsy.signals import first_non_finite, theil_sen
+
+
+@rule(
+    code="DIV001",
+    name="loss-diverging",
+    family=Family.DIVERGING,
+    causes=("lr_too_high",),
+    requires=("loss",),
+    thresholds={
+        "min_points": 8,
+        "smooth_points": 5,
+        "smooth_fraction": 20,
+        "near_min": 0.02,
+        "min_rise_points": 5,
+        "min_rel_rise": 0.3,
+        "noise_k": 2.0,
+        "explode_ratio": 10.0,
+        "min_explode_points": 2,
+        "end_points": 3,
+    },
+)
+def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
+    """The training loss diverged: it rose after its minimum and stayed up, still finite.
+
+    What happened:
+        After reaching its lowest level, the training loss went back up and stayed
+        up to the end of the run: either a sustained rise (for at least
+        ``min_rise_points`` points the smoothed loss never came back near its best,
+        and it ended at least ``min_rel_rise`` above it, and ``noise_k`` times the
+        point-to-point noise of log(loss), so that noisy runs need a clearer
+        rise), or an explosion by ``explode_ratio`` or more over the last
+        ``min_explode_points`` points. The loss is smoothed by a running median
+        over ``smooth_points`` points or 1/``smooth_fraction`` of the run. Every
+        logged value is still finite; once the loss turns NaN/Inf, the NaN rules
+        own the verdict and this rule stays silent.
+
+    Why it happens:
+        Almost always a learning rate too high for the model, the batch size and
+        the optimizer: the updates overshoot, the loss landscape gets sharper, and
+        each step makes things worse. It is made likelier by no warm-up (Adam's
+        second-moment estimates are poor in the first steps), by no gradient
+        clipping, and by a warm restart that jumps back to the peak LR. When the
+        rise starts late, with the LR already decayed, look at the data order too
+        (unshuffled data, a new data source mid-run).
+
+    How to fix:
+        Lower the peak learning rate (by 3x is a good first try), add or lengthen
+        the warm-up (a few % of the steps), and clip gradients
+        (``max_grad_norm=1.0``). Restart from the checkpoint before the rise
+        began rather than continuing from a diverged state.
+
+    Evidence shown:
+        The best (smoothed) loss and its step, the step where the rise begins,
+        the loss at the end and the rise factor, the Theil–Sen trend of log(loss)
+        over the rise, where the rise starts in the LR schedule (when the LR was
+        logged), and the clipping and warm-up settings with their source file.
+    """
+    loss = run.series("loss").sort_index()
+    if first_non_finite(loss) is not None or first_non_finite(run.series("grad_norm")) is not None:
+        return None  # NaN/Inf: the NaN rules own this run
+    values = loss.to_numpy(dtype=float)
+    if len(values) < ctx["min_points"] or not (values > 0).all():
+        return None  # too short, or a loss whose ratios mean nothing (zero or negative)
+    logs = np.log(values)
+    noise = 1.4826 * float(np.median(np.abs(np.diff(logs)))) / math.sqrt(2)
+    width = max(int(ctx["smooth_points"]), len(values) // int(ctx["smooth_fraction"]))
+    sm = np.exp(pd.Series(logs).rolling(width, center=True, min_periods=1).median().to_numpy())
+    steps = loss.index.to_numpy()
+    best_i = int(np.argmin(sm))
+    base = float(sm[best_i])
+    near = base * max(1 + ctx["near_min"], math.exp(2 * 1.25 * noise / math.sqrt(width)))
+    last_near = best_i + int(np.flatnonzero(sm[best_i:] <= near)[-1])
+    above = np.flatnonzero(values[last_near + 1:] > near)
+    if not above.size:
+        return None
+    rise_i = last_near + 1 + int(above[0])
+    n_rise = len(values) - rise_i
+    end = float(np.median(values[-min(max(int(ctx["end_points"]), width), n_rise):]))
+    ratio = end / base
+    need = max(1 + ctx["min_rel_rise"], math.exp(ctx["noise_k"] * noise))
+    tail = values[-int(ctx["min_explode_points"]):]
+    exploded = n_rise >= ctx["min_explode_points"] and bool(
+        (tail >= base * ctx["explode_ratio"]).all())
+    sustained = n_rise >= ctx["min_rise_points"] and ratio >= need
+    if not (exploded or sustained):
+        return None
+    ratio = max(ratio, float(np.median(tail)) / base) if exploded else ratio
+    end = base * ratio
+
+    start_step, best_step, last_step = int(steps[rise_i]), int(steps[best_i]), int(steps[-1])
+    trend = theil_sen(loss.iloc[last_near:], log=True)
+    rising = trend is not None and trend.low > 0
+    point = schedule_point(run, start_step)
+    clip, warm = clipping_off(run), warmup_off(run)
+    late = point is not None and point.phase == "decay" and point.lr is not None \
+        and point.lr < 0.5 * point.schedule.peak
+
+    how = (f"exploded {ratio:.3g}x" if ratio >= ctx["explode_ratio"]
+           else f"rose {ratio - 1:.0%}")
+    shape = "and is still rising" if rising else "and stayed up"
+    where = f" {point.words}" if point is not None else ""
+    message = (f"The training loss diverged: from its best {base:.4g} (step {best_step}) it "
+               f"{how} to {end:.4g} by step {last_step} {shape}, still finite. The rise "
+               f"begins at step {start_step}{where}.")
+    evidence = [Evidence(
+        summary=f"loss best {base:.4g} at step {best_step} (median of {width} points), rise "
+                f"from step {start_step}, {end:.4g} at the end ({ratio:.3g}x) over {n_rise} "
+                f"points; point-to-point noise {noise:.1%}",
+        tag="loss", steps=(best_step, last_step),
+        numbers={"best": base, "best_step": best_step, "rise_step": start_step, "end": end,
+                 "ratio": ratio, "rise_points": n_rise, "noise": noise},
+    )]
+    if trend is not None:
+        per100 = math.expm1(trend.slope * 100)
+        evidence.append(Evidence(
+            summary=f"Theil-Sen trend of log(loss) over the rise: {per100:+.1%} per 100 steps "
+                    f"(95% CI {math.expm1(trend.low * 100):+.1%} to "
+                    f"{math.expm1(trend.high * 100):+.1%}), {trend.n} points",
+            tag="loss", steps=(int(steps[last_near]), last_step),
+            numbers={"slope_log": trend.slope, "low": trend.low, "high": trend.high},
+        ))
+    if point is not None:
+        evidence.append(schedule_evidence(point, start_step))
+    if clip is not None:
+        evidence.append(config_evidence(clip, "no gradient clipping"))
+    if warm is not None:
+        evidence.append(config_evidence(warm, "no warm-up"))
+
+    confidence = 0.6 + 0.15 * rising + 0.15 * (ratio >= ctx["explode_ratio"]) \
+        + min(0.1, n_rise / 100) - 0.2 * late
+    return ctx.finding(
+        message=message, severity=Severity.ERROR, confidence=confidence, cause="lr_too_high",
+        step=start_step, evidence=evidence,
+        advice=_advice(run, point, start_step, best_step, last_step, late),
+    )
+
+
+def _advice(run: Run, point: SchedulePoint | None, start: int, best: int, last: int,
+            late: bool) -> list[str]:
+    """Concrete changes, from the schedule and the config."""
+    advice = []
+    peak = peak_lr(run, point)
+    if peak is not None:
+        advice.append(f"lower the peak LR about 3x: learning_rate={peak:.3g} -> {peak / 3:.2g}")
+    else:
+        advice.append("lower the peak learning rate (by about 3x)")
+    warmup = max(1, round(0.03 * total_steps(run, last)))
+    if warmup_off(run) is not None or (point is not None and point.schedule.warmup_steps == 0):
+        advice.append(f"add a warm-up of ~3% of the steps (warmup_steps={warmup})")
+    elif point is not None and point.phase in ("warmup", "peak"):
+        longer = max(warmup, 2 * point.schedule.warmup_steps)
+        advice.append(f"lengthen the warm-up (warmup_steps={longer}) so the peak LR is reached "
+                      f"more gently")
+    if point is not None and point.phase == "restart":
+        advice.append("lower the LR the warm restarts jump back to, or drop the restarts")
+    if clipping_off(run) is not None:
+        advice.append("clip gradients: max_grad_norm=1.0")
+    if late:
+        advice.append("the LR had already decayed when the rise began: check the data order "
+                      "(shuffling) and any new data source from that step on")
+    advice.append(f"restart from a checkpoint saved before step {start} (the loss was best "
+                  f"at step {best}), not from the diverged state")
+    return advice

@@ -1,0 +1,129 @@
+"""DIV001 loss-diverging: a finite loss that rises after its minimum and stays up."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from runs import synthetic_run
+
+import autopsy
+from autopsy.api import diagnose
+from autopsy.model import Family, Finding, Run, Severity
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
+
+
+def _div001(run: Run) -> list[Finding]:
+    return [f for f in diagnose(run).findings if f.code == "DIV001"]
+
+
+def _noise(n: int, sigma: float, seed: int = 0) -> np.ndarray:
+    return np.exp(np.random.default_rng(seed).normal(0.0, sigma, n))
+
+
+def test_fires_on_a_steady_rise_at_the_peak_lr() -> None:
+    loss = np.r_[np.linspace(3.0, 2.0, 100), np.linspace(2.0, 4.0, 100)] * _noise(200, 0.03)
+    lr = np.r_[np.linspace(3e-4 / 20, 3e-4, 20), np.full(180, 3e-4)]
+    run = synthetic_run({"loss": loss, "learning_rate": lr},
+                        config={"learning_rate": 3e-4, "max_grad_norm": 0.0, "warmup_steps": 20})
+    d = diagnose(run)
+    assert d.verdict.code == "DIV001"
+    assert d.verdict.family is Family.DIVERGING and d.verdict.cause == "lr_too_high"
+    assert 98 <= d.verdict.step <= 110
+    f = next(f for f in d.findings if f.code == "DIV001")
+    assert f.severity is Severity.ERROR
+    assert "at the peak LR" in f.message and "still rising" in f.message
+    assert any(e.key == "max_grad_norm" and e.source == "config.json" for e in f.evidence)
+    assert any("max_grad_norm=1.0" in a for a in f.advice)
+    assert any("learning_rate=0.0003 -> 0.0001" in a for a in f.advice)
+
+
+def test_fires_on_a_jump_that_stays_up() -> None:
+    """A collapse to a high plateau: no trend over the plateau, but the level stayed up."""
+    loss = np.r_[np.linspace(3.0, 2.0, 60), np.full(60, 7.0)] * _noise(120, 0.03, 1)
+    run = synthetic_run({"loss": loss}, config={"warmup_steps": 0})
+    f = _div001(run)
+    assert len(f) == 1 and f[0].step == 61
+    assert "stayed up" in f[0].message
+    assert any("warmup_steps=" in a for a in f[0].advice)
+
+
+def test_fires_on_an_explosion_in_the_last_points() -> None:
+    run = synthetic_run({"loss": [*np.linspace(3.0, 2.0, 40), 30.0, 300.0, 3000.0]})
+    f = _div001(run)
+    assert len(f) == 1 and f[0].step == 41
+    assert "exploded" in f[0].message
+    assert f[0].confidence >= 0.75
+
+
+def test_fires_from_the_start_when_the_loss_only_rises() -> None:
+    run = synthetic_run({"loss": np.linspace(2.0, 6.0, 50) * _noise(50, 0.03, 2)})
+    f = _div001(run)
+    assert len(f) == 1 and f[0].step <= 5
+
+
+def test_a_late_rise_with_a_decayed_lr_is_less_sure_and_points_at_the_data() -> None:
+    loss = np.r_[np.linspace(3.0, 2.0, 150), np.linspace(2.0, 3.5, 50)] * _noise(200, 0.02, 3)
+    lr = np.r_[np.linspace(1e-3, 1e-4, 200)]
+    f = _div001(synthetic_run({"loss": loss, "learning_rate": lr}))
+    assert len(f) == 1
+    assert "while the LR decays" in f[0].message
+    assert any("data order" in a for a in f[0].advice)
+    assert f[0].confidence < 0.8
+
+
+def test_near_miss_passes_over_a_spike_that_comes_back() -> None:
+    bump = [2.5, 3.0, 3.5, 3.0, 2.5, 2.1, 2.0]
+    loss = np.r_[np.linspace(3, 2, 60), bump, np.linspace(2.0, 1.8, 50)] * _noise(117, 0.03, 4)
+    assert not _div001(synthetic_run({"loss": loss}))
+
+
+def test_near_miss_passes_over_a_single_last_point_blow_up() -> None:
+    assert not _div001(synthetic_run({"loss": [*np.linspace(3.0, 2.0, 40), 300.0]}))
+
+
+def test_near_miss_passes_over_a_small_rise_at_the_end() -> None:
+    loss = np.r_[np.linspace(3, 2, 60), np.linspace(2.0, 2.3, 60)] * _noise(120, 0.03, 5)
+    assert not _div001(synthetic_run({"loss": loss}))
+
+
+@pytest.mark.parametrize("sigma", [0.02, 0.1, 0.3, 0.5])
+@pytest.mark.parametrize("seed", range(10))
+def test_near_miss_passes_over_a_noisy_healthy_decay(sigma: float, seed: int) -> None:
+    loss = (2 * np.exp(-np.arange(300) / 100) + 1) * _noise(300, sigma, seed)
+    assert not _div001(synthetic_run({"loss": loss}))
+
+
+def test_near_miss_passes_over_a_noisy_plateau() -> None:
+    assert not _div001(synthetic_run({"loss": np.full(300, 2.3) * _noise(300, 0.1, 6)}))
+
+
+def test_yields_to_the_nan_rules_when_the_loss_goes_non_finite() -> None:
+    loss = [*np.linspace(3.0, 2.0, 40), *np.geomspace(4, 1e8, 10), float("nan")]
+    assert not _div001(synthetic_run({"loss": loss}))
+    grad = [1.0] * 49 + [float("inf")]
+    assert not _div001(synthetic_run({"loss": loss[:-1], "grad_norm": grad}))
+
+
+def test_passes_on_a_loss_that_is_zero_or_negative() -> None:
+    assert not _div001(synthetic_run({"loss": np.linspace(-2.0, 3.0, 40)}))
+
+
+@pytest.mark.parametrize("name", ["healthy_hf_trainer", "resumed_after_stop",
+                                  "nan_after_grad_spike", "overfitting_small_data"])
+def test_passes_on_sample_runs_that_do_not_diverge(name: str) -> None:
+    assert not _div001(autopsy.load_run(SAMPLES / name))
+
+
+def test_fires_on_the_diverging_finite_sample() -> None:
+    label_file = SAMPLES / "diverging_finite.label.json"
+    if not label_file.exists():
+        pytest.skip("sample_runs/diverging_finite is not made yet")
+    label = json.loads(label_file.read_text())
+    d = diagnose(autopsy.load_run(SAMPLES / "diverging_finite"))
+    assert d.verdict.code == "DIV001"
+    assert (d.verdict.family.value, d.verdict.cause) == (label["family"], label["cause"])
+    assert d.verdict.step == label["first_bad_step"]
