@@ -28,6 +28,8 @@ def test_fires_on_hf_filtered_nan_loss_logged_as_zero() -> None:
     assert "FLAT001" in found
     assert found["FLAT001"].cause == "labels_masked"
     assert "not finite" in found["FLAT001"].message
+    d = diagnose(run)  # the root (masked labels) outranks the bare "grad norm is NaN"
+    assert d.verdict.code == "FLAT001" and d.verdict.cause == "labels_masked"
 
 
 def test_fires_on_constant_loss_with_zero_grads() -> None:

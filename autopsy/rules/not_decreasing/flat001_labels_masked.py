@@ -32,7 +32,8 @@ def labels_masked(run: Run, ctx: RuleContext) -> Finding | None:
         masks the whole sequence; a tokenizer change breaks that template; labels are
         not passed to the model at all; or truncation cuts off every answer. Some HF
         Trainer versions log such a NaN loss as 0 (``logging_nan_inf_filter``) with a
-        NaN grad norm: that pattern counts here too.
+        NaN grad norm: that pattern counts here too, and is then reported as critical
+        (the run is a NaN run whose root is the masking, not a blow-up).
 
     How to fix:
         Inspect one collated batch: ``(batch["labels"] != -100).sum()`` must be
@@ -55,17 +56,19 @@ def labels_masked(run: Run, ctx: RuleContext) -> Finding | None:
     if grad is not None:
         evidence.append(grad)
     what = "exactly 0" if flat.zero else f"constant at {flat.level:.6g}"
+    severity = Severity.ERROR
     if flat.grad is None:
         grads, confidence = "grad norm not logged", 0.6 if flat.zero else 0.45
     elif flat.grad.n == 0:
         grads, confidence = "grad norm not finite (a NaN loss logged as 0)", 0.75
+        severity = Severity.CRITICAL  # a NaN run: this outranks the bare "grad norm is NaN"
     else:
         grads, confidence = f"grad norm {flat.grad.median:.3g}", 0.9 if flat.zero else 0.7
     return ctx.finding(
         message=f"The loss is {what} at all {flat.n} points (steps {flat.first_step}-"
                 f"{flat.last_step}) with {grads}: no label contributes to the loss, most "
                 f"likely every label is masked (-100) or the targets are empty.",
-        severity=Severity.ERROR,
+        severity=severity,
         confidence=confidence,
         cause="labels_masked",
         step=flat.first_step,
