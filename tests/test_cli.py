@@ -22,12 +22,14 @@ def invoke(*args: str):
 
 def test_analyze_json_follows_the_report_contract(tb_run: Path) -> None:
     result = invoke("analyze", str(tb_run), "--format", "json")
-    assert result.exit_code == 3, result.output
     report = json.loads(result.output)
+    # the fixture's trainer_state has a NaN loss at step 10: a failure, exit 1
+    assert result.exit_code == 1, result.output
+    assert report["verdict"]["family"] == "nan_inf"
+    assert report["verdict"]["step"] == 10
     assert {"schema_version", "autopsy_version", "run", "verdict", "findings", "skipped",
             "problems"} <= set(report)
     verdict = report["verdict"]
-    assert verdict["family"] == "unknown"
     assert {"family", "cause", "code", "step", "ranks", "confidence", "title",
             "message"} <= set(verdict)
     run = report["run"]
@@ -39,9 +41,9 @@ def test_analyze_json_follows_the_report_contract(tb_run: Path) -> None:
 
 def test_analyze_text_is_plain_when_piped(tb_run: Path) -> None:
     result = invoke("analyze", str(tb_run))
-    assert result.exit_code == 3
+    assert result.exit_code == 1
     assert "\x1b[" not in result.output
-    assert result.output.splitlines()[1].startswith("VERDICT: unknown")
+    assert result.output.splitlines()[1].startswith("VERDICT: nan_inf")
     verbose = invoke("analyze", str(tb_run), "--verbose")
     assert "Sources read" in verbose.output
     assert "trainer_state.json" in verbose.output
@@ -50,7 +52,7 @@ def test_analyze_text_is_plain_when_piped(tb_run: Path) -> None:
 def test_analyze_writes_to_output_file_by_extension(tb_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     result = invoke("analyze", str(tb_run), "-o", str(out))
-    assert result.exit_code == 3
+    assert result.exit_code == 1
     assert json.loads(out.read_text())["schema_version"] == 1
 
 
@@ -152,7 +154,7 @@ def test_hostile_training_args_is_reported_never_run(tb_run: Path, tmp_path: Pat
     marker = tmp_path / "pwned"
     (tb_run / "training_args.bin").write_bytes(pickle.dumps(_Payload(f"touch {marker}")))
     result = invoke("analyze", str(tb_run), "--format", "json")
-    assert result.exit_code == 3
+    assert result.exit_code == 1
     assert not marker.exists()
     problems = json.loads(result.output)["problems"]
     unsafe = [p for p in problems if p["kind"] == "unsafe_pickle"]
