@@ -170,7 +170,7 @@ def rules_command(fmt: str) -> None:
     else:
         for s in registry.values():
             causes = f" [{', '.join(s.causes)}]" if s.causes else ""
-            click.echo(f"{s.code}  {s.name:<28} {s.family.value:<15} {s.title}{causes}")
+            click.echo(f"{s.code:<8} {s.name:<22} {s.family.value:<15} {s.title}{causes}")
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS)
