@@ -1,0 +1,225 @@
+"""OVF001: the eval loss rises after its minimum while the training loss keeps falling."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from autopsy.model.finding import Evidence, Family, Finding, Severity
+from autopsy.model.run import Run
+from autopsy.rules.context import RuleContext
+from autopsy.rules.registry import rule
+
+_CHECKPOINT = re.compile(r"(?:^|/)checkpoint-(\d+)(?:/|$)")
+
+
+@rule(
+    code="OVF001",
+    name="overfitting",
+    family=Family.OVERFITTING,
+    causes=("overfitting",),
+    requires=("eval_loss",),
+    thresholds={
+        "min_evals": 3,
+        "min_rising_evals": 2,
+        "rel_rise": 0.1,
+        "train_points": 3,
+        "memorised_train": 0.1,
+        "memorised_eval": 1.0,
+    },
+)
+def eval_loss_rising(run: Run, ctx: RuleContext) -> Finding | None:
+    """The model overfits: the eval loss rises after its minimum while the train loss falls.
+
+    What happened:
+        The eval loss reached its minimum and then rose: the last eval is at least
+        ``rel_rise`` above the minimum, and so are at least ``min_rising_evals``
+        of the evals after it (out of at least ``min_evals`` evals in all), while
+        the training loss kept falling (or, when it was not logged, could not be
+        checked). The reported step is the eval-loss minimum: the last good step,
+        whose weights are the ones to keep. "Train loss below
+        ``memorised_train`` while eval loss is above ``memorised_eval``" is
+        called out: the model has memorised its training set.
+
+    Why it happens:
+        The model has more capacity than the training data can constrain: too
+        few examples, too many epochs over them, noisy labels it learns by heart,
+        too little regularisation. A training loss still falling while the eval
+        loss rises is not divergence (which is DIV001): optimisation works, but on
+        the wrong objective.
+
+    How to fix:
+        Keep the best checkpoint and stop there: ``load_best_model_at_end=True``
+        with ``metric_for_best_model="eval_loss"``, checkpoints saved at every
+        eval, and ``EarlyStoppingCallback(early_stopping_patience=3)``. Train for
+        fewer epochs. Get more data or augment it; add weight decay and dropout.
+
+    Evidence shown:
+        The eval loss at its minimum (step) and at the end, the number of evals
+        after the minimum above it, the training loss at the best step and at the
+        end with the gap (eval - train) at the end, the checkpoint to keep (the
+        run's ``best_model_checkpoint``, else the saved checkpoint with the lowest
+        eval loss), and the weight decay with its source file.
+    """
+    evals = run.series("eval_loss").sort_index()
+    evals = evals[np.isfinite(evals.to_numpy(dtype=float))]
+    if len(evals) < ctx["min_evals"]:
+        return None
+    values, steps = evals.to_numpy(dtype=float), evals.index.to_numpy()
+    best_i = int(np.argmin(values))
+    best, best_step, last = float(values[best_i]), int(steps[best_i]), float(values[-1])
+    bar = best * (1 + ctx["rel_rise"]) if best > 0 else best + ctx["rel_rise"]
+    above = int((values[best_i + 1:] >= bar).sum())
+    if last < bar or above < ctx["min_rising_evals"]:
+        return None
+    train_best, train_end = _train_levels(run, best_step, int(ctx["train_points"]))
+    if train_best is not None and train_end is not None and train_end >= train_best:
+        return None  # train loss rising too: divergence, not overfitting
+
+    last_step = int(steps[-1])
+    rise = (last - best) / abs(best) if best else float("inf")
+    memorised = (train_end is not None and train_end < ctx["memorised_train"]
+                 and last > ctx["memorised_eval"])
+    evidence = [Evidence(
+        summary=f"eval loss best {best:.4g} at step {best_step}, then {above} of "
+                f"{len(values) - best_i - 1} later evals above {bar:.4g}; {last:.4g} at step "
+                f"{last_step} ({rise:+.0%})",
+        tag="eval_loss", steps=(best_step, last_step),
+        numbers={"best": best, "best_step": best_step, "last": last, "rise": rise,
+                 "evals_above": above},
+    )]
+    gap = None
+    if train_best is not None and train_end is not None:
+        gap = last - train_end
+        evidence.append(Evidence(
+            summary=f"train loss {train_best:.4g} at step {best_step} -> {train_end:.4g} at the "
+                    f"end; gap eval - train {gap:.4g} at the end"
+                    + (f" (train < {ctx['memorised_train']} while eval > "
+                       f"{ctx['memorised_eval']}: memorised)" if memorised else ""),
+            tag="loss", steps=(best_step, last_step),
+            numbers={"train_at_best": train_best, "train_end": train_end, "gap": gap},
+        ))
+    keep = _checkpoint_to_keep(run, evals, best_step)
+    if keep is not None:
+        evidence.append(keep.evidence)
+    wd = run.config.get_entry("weight_decay")
+    if wd is not None:
+        evidence.append(Evidence(summary=f"weight_decay={wd.value!r}", source=wd.source,
+                                 key="weight_decay", numbers={"weight_decay": wd.value}))
+
+    message = (f"The model overfits: the eval loss was best at step {best_step} ({best:.4g}) "
+               f"and rose to {last:.4g} by step {last_step}"
+               + (f" while the train loss fell to {train_end:.4g}" if train_end is not None
+                  else " (the train loss was not logged)")
+               + (" - it memorised the training set." if memorised else "."))
+    confidence = (0.6 + 0.1 * (train_end is not None) + 0.1 * memorised
+                  + 0.1 * min(1.0, rise) + 0.05 * min(2, above - ctx["min_rising_evals"]))
+    return ctx.finding(
+        message=message, severity=Severity.ERROR, confidence=confidence, cause="overfitting",
+        step=best_step, evidence=evidence,
+        advice=_advice(run, best_step, best, keep, wd.value if wd else None),
+    )
+
+
+def _train_levels(run: Run, best_step: int, points: int) -> tuple[float | None, float | None]:
+    """The train loss around ``best_step`` and at the end (medians of a few points)."""
+    loss = run.series("loss").sort_index()
+    loss = loss[np.isfinite(loss.to_numpy(dtype=float))]
+    if len(loss) < 2 * points:
+        return None, None
+    i = int(np.searchsorted(loss.index.to_numpy(), best_step))
+    lo = max(0, min(i - points // 2, len(loss) - points))
+    at_best = float(np.median(loss.to_numpy()[lo:lo + points]))
+    return at_best, float(np.median(loss.to_numpy()[-points:]))
+
+
+def _saved_steps(run: Run, last_step: int) -> list[int]:
+    """Checkpoint steps: the ``checkpoint-N`` folders read, else multiples of ``save_steps``."""
+    found = {int(m.group(1)) for s in run.sources if (m := _CHECKPOINT.search(s.path))}
+    if found:
+        return sorted(found)
+    strategy = str(run.config.get("save_strategy") or "steps").lower()
+    try:
+        every = int(run.config.get("save_steps") or 0)
+    except (TypeError, ValueError):
+        every = 0
+    if every <= 0 or "step" not in strategy:
+        return []
+    return list(range(every, last_step + 1, every))
+
+
+@dataclass(frozen=True)
+class _Keep:
+    """The checkpoint to keep: its name, step (when known) and eval loss there."""
+
+    name: str
+    step: int | None
+    eval_loss: float | None
+    evidence: Evidence
+
+
+def _checkpoint_to_keep(run: Run, evals: pd.Series, best_step: int) -> _Keep | None:
+    """The checkpoint to keep, or None when no checkpoint is known."""
+    best_ckpt = run.config.get_entry("best_model_checkpoint")
+    if best_ckpt is not None and best_ckpt.value:
+        name = str(best_ckpt.value).rstrip("/").rsplit("/", 1)[-1]
+        m = _CHECKPOINT.search(name)
+        return _Keep(name, int(m.group(1)) if m else None, None, Evidence(
+            summary=f"best_model_checkpoint={best_ckpt.value!r}", source=best_ckpt.source,
+            key="best_model_checkpoint"))
+    saved = _saved_steps(run, int(evals.index.max()))
+    scored = [(float(evals[s]), s) for s in saved if s in evals.index]
+    loss: float | None
+    if scored:
+        loss, step = min(scored)
+    else:
+        after = [s for s in saved if s >= best_step]
+        if not after:
+            return None
+        step, loss = after[0], None
+    where = "at the best step" if step == best_step else f"the best step {best_step} was not saved"
+    at = f", eval loss {loss:.4g} there" if loss is not None else ""
+    return _Keep(f"checkpoint-{step}", step, loss, Evidence(
+        summary=f"checkpoint to keep: checkpoint-{step} ({where}{at}); saved: "
+                + ", ".join(str(s) for s in saved[:10]) + (" ..." if len(saved) > 10 else ""),
+        steps=(step, step), numbers={"checkpoint_step": step, "eval_loss": loss},
+    ))
+
+
+def _advice(run: Run, best_step: int, best: float, keep: _Keep | None,
+            weight_decay: object) -> list[str]:
+    """Concrete changes: keep the best weights, stop early, regularise, more data."""
+    advice = []
+    if keep is not None and keep.step in (None, best_step):
+        advice.append(f"keep {keep.name} (the eval loss was best at step {best_step}); discard "
+                      f"later checkpoints")
+    elif keep is not None:
+        there = ("" if keep.eval_loss is None
+                 else f" (eval loss {keep.eval_loss:.4g} vs {best:.4g})")
+        advice.append(f"the best weights (step {best_step}) were not saved: of the saved "
+                      f"checkpoints keep {keep.name}{there}, or retrain to step {best_step}")
+    eval_steps = run.config.get("eval_steps")
+    save = f" (save_steps={eval_steps})" if eval_steps else ""
+    advice.append(f"stop at the best step: save a checkpoint at every eval{save}, "
+                  f"load_best_model_at_end=True, metric_for_best_model=\"eval_loss\", "
+                  f"greater_is_better=False, EarlyStoppingCallback(early_stopping_patience=3)")
+    epoch = run.series("epoch")
+    if len(epoch) and best_step >= int(epoch.index.min()):
+        at = float(epoch[epoch.index <= best_step].iloc[-1])
+        advice.append(f"train for fewer epochs: the best eval was at epoch {at:.3g} "
+                      f"(max_steps={best_step} or num_train_epochs={max(1, round(at))})")
+    else:
+        advice.append(f"train for fewer steps (max_steps={best_step})")
+    try:
+        wd = float(weight_decay) if weight_decay is not None else None  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        wd = None
+    if wd is not None and wd < 0.01:
+        advice.append(f"add regularisation: weight_decay=0.01-0.1 (now {wd:g}) and dropout")
+    else:
+        advice.append("add regularisation: more weight decay, dropout")
+    advice.append("get more training data or augment it; check for noisy labels")
+    return advice

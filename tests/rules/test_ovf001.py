@@ -1,0 +1,109 @@
+"""OVF001 overfitting: eval loss rising after its minimum while the train loss falls."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from runs import synthetic_run
+
+import autopsy
+from autopsy.api import diagnose
+from autopsy.model import Family, Finding, Run, Severity
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
+EVAL_STEPS = list(range(10, 161, 10))
+TRAIN = [1.0 * math.exp(-s / 30) for s in range(5, 161, 5)]  # 1.0 -> 0.005
+OVERFIT = [0.9, 0.6, 0.5, 0.55, 0.62, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7]
+
+
+def _ovf001(run: Run) -> list[Finding]:
+    return [f for f in diagnose(run).findings if f.code == "OVF001"]
+
+
+def _run(evals: list[float], train: list[float] | None = None, **config: object) -> Run:
+    series: dict[str, dict[int, float]] = {"eval_loss": dict(zip(EVAL_STEPS, evals, strict=False))}
+    if train is not None:
+        series["loss"] = dict(zip(range(5, 161, 5), train, strict=True))
+    return synthetic_run(series, config=config)
+
+
+def test_fires_when_eval_rises_while_train_falls() -> None:
+    run = _run(OVERFIT, TRAIN, save_steps=40, eval_steps=10, weight_decay=0.0)
+    d = diagnose(run)
+    assert d.verdict.code == "OVF001"
+    assert d.verdict.family is Family.OVERFITTING and d.verdict.cause == "overfitting"
+    assert d.verdict.step == 30  # the eval-loss minimum: the last good step
+    (f,) = [f for f in d.findings if f.code == "OVF001"]
+    assert f.severity is Severity.ERROR
+    assert "memorised" in f.message  # train < 0.1 while eval > 1.0
+    gap = next(e for e in f.evidence if e.tag == "loss").numbers["gap"]
+    assert gap == pytest.approx(1.7 - TRAIN[-1], abs=0.01)
+    keep = next(e for e in f.evidence if "checkpoint to keep" in e.summary)
+    assert keep.numbers["checkpoint_step"] == 40  # lowest eval among the saved 40/80/120/160
+    assert any("load_best_model_at_end=True" in a and "save_steps=10" in a for a in f.advice)
+    assert any("weight_decay=0.01-0.1 (now 0)" in a for a in f.advice)
+
+
+def test_fires_and_keeps_the_best_model_checkpoint_when_the_run_names_it() -> None:
+    run = _run(OVERFIT, TRAIN, best_model_checkpoint="out/checkpoint-30")
+    (f,) = _ovf001(run)
+    assert any(a.startswith("keep checkpoint-30 ") for a in f.advice)
+    assert any(e.key == "best_model_checkpoint" for e in f.evidence)
+
+
+def test_fires_without_a_train_loss_but_says_so() -> None:
+    (f,) = _ovf001(_run(OVERFIT))
+    assert "not logged" in f.message
+    assert f.confidence < next(iter(_ovf001(_run(OVERFIT, TRAIN)))).confidence
+
+
+def test_near_miss_passes_over_an_eval_loss_wobbling_on_a_plateau() -> None:
+    rng = np.random.default_rng(0)
+    evals = list(np.r_[[0.9, 0.7], 0.6 * (1 + 0.03 * rng.standard_normal(14))])
+    assert not _ovf001(_run(evals, TRAIN))
+
+
+def test_near_miss_passes_over_a_single_high_last_eval() -> None:
+    evals = [0.9, 0.7, 0.6, 0.58, 0.57, 0.56, 0.56, 0.55, 0.55, 0.54, 0.54, 0.54, 0.53,
+             0.53, 0.53, 0.7]
+    assert not _ovf001(_run(evals, TRAIN))
+
+
+def test_near_miss_passes_when_the_eval_loss_comes_back_down() -> None:
+    evals = [0.9, 0.6, 0.7, 0.8, 0.75, 0.7, 0.62, 0.6, 0.58, 0.56, 0.55, 0.55, 0.54,
+             0.54, 0.53, 0.53]
+    assert not _ovf001(_run(evals, TRAIN))
+
+
+def test_near_miss_passes_with_too_few_evals() -> None:
+    assert not _ovf001(_run([0.5, 0.9], TRAIN))
+
+
+def test_passes_when_the_train_loss_rises_too() -> None:
+    """Both losses rising is a divergence (DIV001), not overfitting."""
+    rising = list(np.r_[np.linspace(1.0, 0.5, 6), np.linspace(0.5, 2.0, 26)])
+    assert not _ovf001(_run(OVERFIT, rising))
+
+
+def test_passes_on_the_healthy_sample() -> None:
+    assert not _ovf001(autopsy.load_run(SAMPLES / "healthy_hf_trainer"))
+    assert not _ovf001(autopsy.load_run(SAMPLES / "resumed_after_stop"))
+
+
+def test_fires_on_the_overfitting_sample() -> None:
+    d = diagnose(autopsy.load_run(SAMPLES / "overfitting_small_data"))
+    assert (d.verdict.code, d.verdict.family, d.verdict.cause) == (
+        "OVF001", Family.OVERFITTING, "overfitting")
+    assert d.verdict.step == 20
+    (f,) = [f for f in d.findings if f.code == "OVF001"]
+    assert "memorised" in f.message
+    assert any("checkpoint-80" in a and "retrain to step 20" in a for a in f.advice)
+    label_file = SAMPLES / "overfitting_small_data.label.json"
+    if label_file.exists():
+        label = json.loads(label_file.read_text())
+        assert (d.verdict.family.value, d.verdict.cause, d.verdict.step) == (
+            label["family"], label["cause"], label["first_bad_step"])
