@@ -109,4 +109,4 @@ def test_thresholds_are_overridable() -> None:
                                   "overfitting_small_data"])
 def test_passes_on_sample_runs_without_nan(name: str) -> None:
     d = diagnose(sample(name))
-    assert all(f.family is not Family.NAN_INF for f in d.findings)
+    assert all(not f.code.startswith("NAN") for f in d.findings)

@@ -187,10 +187,10 @@ def _recovered(series: list[pd.Series], last_bad: int, skip: frozenset[int], th:
 
 
 def _severity(kind: str, non_finite: bool, recovered: bool, fp16: Fp16State) -> Severity:
-    """CRITICAL for non-finite values that stay; a scale collapse without them is an ERROR;
-    anything the run recovered from is a WARNING."""
-    if non_finite and not recovered:
-        return Severity.CRITICAL
+    """CRITICAL for non-finite values that stay; an overflow that lasts, or a scale collapse,
+    without them is an ERROR; anything else the run recovered from is a WARNING."""
+    if not recovered:
+        return Severity.CRITICAL if non_finite else Severity.ERROR
     if kind == "fp16_overflow" and fp16.collapsed:
         return Severity.ERROR
     return Severity.WARNING
