@@ -1,18 +1,26 @@
 #!/usr/bin/env python
 """Make the small real training runs kept in ``sample_runs/``.
 
-Every run here is *real*: a tiny model (GPT-2 or BERT built from a config, no download) is
-trained on CPU on synthetic data made in code, with the Hugging Face ``Trainer``, and the run
-directory holds exactly what the Trainer left behind (TensorBoard event files,
-``trainer_state.json``, ``training_args.bin``, ``checkpoint-N/`` folders) plus ``train.log``,
-the captured stdout/stderr of the training process(es).
+Every run here is *real*: a tiny model (GPT-2 or BERT built from a config, no download, or a
+small MLP) is trained on CPU on synthetic data made in code, either with the Hugging Face
+``Trainer`` or with a plain PyTorch loop that logs to TensorBoard with
+``torch.utils.tensorboard.SummaryWriter``. The run directory holds exactly what the training
+left behind (event files, and for the Trainer ``trainer_state.json``, ``training_args.bin``,
+``checkpoint-N/`` folders, ``config.json``) plus ``train.log``, the captured stdout/stderr of
+the training process(es).
 
-Each training launch runs in a child process (``python make.py --_child NAME --_launch K``)
-whose stdout and stderr go to ``<run>/train.log``, as ``python train.py > train.log 2>&1``
-would; its working directory is the parent of the output folder, so the paths the Trainer
-records are relative (``sample_runs/<name>``). After the launches, a self-check reads the
-run back, asserts the situation really happened, and computes the run's expected facts,
-which go to ``labels.json``; ``README.md`` is rewritten from them.
+Each training launch runs in a child process (``python make.py --_child RECIPE ...``) whose
+stdout and stderr go to ``<run>/train.log``, as ``python train.py > train.log 2>&1`` would;
+its working directory is the parent of the output folder, so the paths the Trainer records
+are relative (``sample_runs/<name>``). After the launches, a self-check reads the run back,
+asserts the situation really happened (it fails loudly otherwise), and computes the run's
+label from what really happened: ``<name>.label.json`` beside the run, with at least
+``family``, ``cause``, ``first_bad_step`` and ``culprit_rank``. ``README.md`` is rewritten
+from the labels.
+
+Every recipe takes a :class:`Params` (seed, learning rate, model width, steps, schedule, and
+the step of a planted event), so ``bench/variants.py`` can regenerate each situation with
+other settings through :func:`make_run`.
 
 Usage::
 
@@ -27,6 +35,7 @@ Needs torch, transformers, accelerate and tensorboard; reading the committed out
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -45,32 +54,78 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 HERE = Path(__file__).resolve().parent
-SEED = 0
 VOCAB = 32  # tokens of the synthetic tasks
 SEQ_LEN = 16  # tokens per example
 SPIKE_FACTOR = 10.0  # a grad-norm "spike" is at least this many times the earlier median
 LOG_NAME = "train.log"
 TB_SUBDIR = "runs"  # TensorBoard logging dir, inside the run dir
+LABEL_SUFFIX = ".label.json"
+FAMILIES = (
+    "nan_inf", "diverging", "not_decreasing", "overfitting", "oom", "slow", "hang", "crash",
+    "resume", "healthy", "unknown",
+)
+
+
+@dataclass(frozen=True)
+class Params:
+    """What a recipe may vary; ``None`` means the recipe's own default.
+
+    ``event_step`` is the step of a planted event (the corrupted batch of ``nan_bad_batch``,
+    the first scaled batch of ``loss_spikes_recover``).
+    """
+
+    seed: int = 0
+    lr: float | None = None
+    width: int = 32
+    steps: int | None = None
+    schedule: str | None = None
+    event_step: int | None = None
+
+    def to_json(self) -> str:
+        """Serialise for the child process's command line."""
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Params:
+        """The inverse of :meth:`to_json`."""
+        return cls(**json.loads(text))
+
+    def describe(self) -> str:
+        """The fields that differ from the defaults, as ``k=v`` pairs."""
+        default = Params()
+        diffs = [
+            f"{f.name}={getattr(self, f.name)}"
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != getattr(default, f.name)
+        ]
+        return ", ".join(diffs) or "defaults"
+
+
+def _or(value: Any, default: Any) -> Any:
+    """``value`` unless it is None."""
+    return default if value is None else value
+
 
 # --------------------------------------------------------------------------------------------
 # The training side (runs in the child process; imports torch/transformers lazily)
 # --------------------------------------------------------------------------------------------
 
 
-def _seed_everything() -> None:
+def _seed_everything(seed: int) -> None:
     """Fix every seed and ask torch for deterministic kernels on one thread."""
     import torch
     from transformers import set_seed
 
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
-    set_seed(SEED)
+    set_seed(seed)
 
 
-def _progressions(n: int, seed: int) -> Any:
+def _progressions(n: int, seed: int, max_step: int = 3) -> Any:
     """A next-token dataset: arithmetic progressions ``a, a+d, a+2d, ... (mod VOCAB)``.
 
-    Learnable by a one-layer GPT-2: after two tokens the rest of the sequence is determined.
+    ``d`` is drawn from ``1..max_step``. Learnable by a one-layer GPT-2: after two tokens the
+    rest of the sequence is determined.
     """
     import torch
     from torch.utils.data import Dataset
@@ -81,7 +136,7 @@ def _progressions(n: int, seed: int) -> Any:
         def __init__(self) -> None:
             g = torch.Generator().manual_seed(seed)
             start = torch.randint(0, VOCAB, (n, 1), generator=g)
-            step = torch.randint(1, 4, (n, 1), generator=g)
+            step = torch.randint(1, max_step + 1, (n, 1), generator=g)
             self.ids = (start + step * torch.arange(SEQ_LEN)) % VOCAB
 
         def __len__(self) -> int:
@@ -91,6 +146,25 @@ def _progressions(n: int, seed: int) -> Any:
             return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
     return Progressions()
+
+
+def _masked(dataset: Any) -> Any:
+    """Wrap a causal-LM dataset so every label is -100 (a masking bug: nothing to learn)."""
+    import torch
+    from torch.utils.data import Dataset
+
+    class AllMasked(Dataset):  # type: ignore[type-arg]
+        """A prompt-masking collator bug: the "prompt" mask covers the whole sequence."""
+
+        def __len__(self) -> int:
+            return len(dataset)
+
+        def __getitem__(self, i: int) -> dict[str, Any]:
+            item = dict(dataset[i])
+            item["labels"] = torch.full_like(item["labels"], -100)
+            return item
+
+    return AllMasked()
 
 
 def _first_token_rule(n: int, seed: int, label_noise: float) -> Any:
@@ -121,17 +195,39 @@ def _first_token_rule(n: int, seed: int, label_noise: float) -> Any:
     return FirstTokenRule()
 
 
-def _tiny_gpt2() -> Any:
-    """A one-layer GPT-2 with a 32-wide residual stream (about 10k parameters)."""
+def _random_labels(n: int, seed: int, num_labels: int) -> Any:
+    """Random token sequences with labels drawn independently of them: nothing to learn."""
+    import torch
+    from torch.utils.data import Dataset
+
+    class RandomLabels(Dataset):  # type: ignore[type-arg]
+        """Inputs and labels independent: the best possible loss is ln(num_labels)."""
+
+        def __init__(self) -> None:
+            g = torch.Generator().manual_seed(seed)
+            self.ids = torch.randint(1, VOCAB, (n, SEQ_LEN), generator=g)
+            self.labels = torch.randint(0, num_labels, (n,), generator=g)
+
+        def __len__(self) -> int:
+            return len(self.ids)
+
+        def __getitem__(self, i: int) -> dict[str, Any]:
+            return {"input_ids": self.ids[i], "labels": self.labels[i]}
+
+    return RandomLabels()
+
+
+def _tiny_gpt2(width: int = 32) -> Any:
+    """A one-layer GPT-2 with a ``width``-wide residual stream (about 10k parameters at 32)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(
         vocab_size=VOCAB,
         n_positions=SEQ_LEN,
-        n_embd=32,
+        n_embd=width,
         n_layer=1,
         n_head=2,
-        n_inner=64,
+        n_inner=2 * width,
         resid_pdrop=0.0,
         embd_pdrop=0.0,
         attn_pdrop=0.0,
@@ -141,32 +237,32 @@ def _tiny_gpt2() -> Any:
     return GPT2LMHeadModel(config)
 
 
-def _tiny_bert() -> Any:
-    """A one-layer BERT sequence classifier with a 32-wide hidden state."""
+def _tiny_bert(width: int = 32, num_labels: int = 2) -> Any:
+    """A one-layer BERT sequence classifier with a ``width``-wide hidden state."""
     from transformers import BertConfig, BertForSequenceClassification
 
     config = BertConfig(
         vocab_size=VOCAB,
-        hidden_size=32,
+        hidden_size=width,
         num_hidden_layers=1,
         num_attention_heads=2,
-        intermediate_size=37,
+        intermediate_size=width + 5,
         max_position_embeddings=SEQ_LEN,
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
-        num_labels=2,
+        num_labels=num_labels,
     )
     return BertForSequenceClassification(config)
 
 
-def _args(output_dir: str, **kwargs: Any) -> Any:
+def _args(output_dir: str, seed: int, **kwargs: Any) -> Any:
     """``TrainingArguments`` with the settings every sample run shares, updated by kwargs."""
     from transformers import TrainingArguments
 
     base: dict[str, Any] = {
         "output_dir": output_dir,
-        "seed": SEED,
-        "data_seed": SEED,
+        "seed": seed,
+        "data_seed": seed,
         "full_determinism": True,
         "use_cpu": True,
         "dataloader_num_workers": 0,
@@ -179,18 +275,25 @@ def _args(output_dir: str, **kwargs: Any) -> Any:
     return TrainingArguments(**base)
 
 
-def _train_healthy(output_dir: str, launch: int) -> None:
+def _finish(trainer: Any) -> None:
+    """What a training script does at the end: save the model and the state."""
+    trainer.save_model()
+    trainer.save_state()
+
+
+def _train_healthy(output_dir: str, launch: int, p: Params) -> None:
     """A healthy run: warmup, clipping, a sensible LR; loss and eval loss both fall."""
     from transformers import Trainer
 
     del launch
-    _seed_everything()
+    _seed_everything(p.seed)
     args = _args(
         output_dir,
-        max_steps=100,
-        learning_rate=1e-2,
+        p.seed,
+        max_steps=_or(p.steps, 100),
+        learning_rate=_or(p.lr, 1e-2),
         warmup_steps=10,
-        lr_scheduler_type="linear",
+        lr_scheduler_type=_or(p.schedule, "linear"),
         max_grad_norm=1.0,
         weight_decay=0.01,
         logging_steps=5,
@@ -200,44 +303,55 @@ def _train_healthy(output_dir: str, launch: int) -> None:
         save_total_limit=2,
     )
     trainer = Trainer(
-        model=_tiny_gpt2(),
+        model=_tiny_gpt2(p.width),
         args=args,
-        train_dataset=_progressions(512, seed=1),
-        eval_dataset=_progressions(128, seed=2),
+        train_dataset=_progressions(512, seed=p.seed + 1),
+        eval_dataset=_progressions(128, seed=p.seed + 2),
     )
     trainer.train()
-    trainer.save_model()
-    trainer.save_state()
+    _finish(trainer)
 
 
 NAN_LR = 2.8  # found by a scan (2.0-3.2): ~20 stable steps, then the grad norm explodes
 
 
-def _train_nan(output_dir: str, launch: int) -> None:
-    """Plain SGD at a far too high constant LR, no warmup, no clipping, NaN filter off."""
+def _train_nan_hf(output_dir: str, p: Params, nan_filter: bool) -> None:
+    """Plain SGD at a far too high constant LR, no warmup, no clipping."""
     from transformers import Trainer
 
-    del launch
-    _seed_everything()
+    _seed_everything(p.seed)
     args = _args(
         output_dir,
-        max_steps=40,
+        p.seed,
+        max_steps=_or(p.steps, 40),
         optim="sgd",
-        learning_rate=NAN_LR,
+        learning_rate=_or(p.lr, NAN_LR),
         warmup_steps=0,
-        lr_scheduler_type="constant",
+        lr_scheduler_type=_or(p.schedule, "constant"),
         max_grad_norm=0.0,  # 0 disables clipping in the HF Trainer
         weight_decay=0.0,
         logging_steps=1,
-        logging_nan_inf_filter=False,  # log the NaN loss as it is
+        logging_nan_inf_filter=nan_filter,
         eval_strategy="no",
         save_steps=20,
         save_total_limit=2,
     )
-    trainer = Trainer(model=_tiny_gpt2(), args=args, train_dataset=_progressions(512, seed=1))
+    model = _tiny_gpt2(p.width)
+    trainer = Trainer(model=model, args=args, train_dataset=_progressions(512, seed=p.seed + 1))
     trainer.train()
-    trainer.save_model()
-    trainer.save_state()
+    _finish(trainer)
+
+
+def _train_nan(output_dir: str, launch: int, p: Params) -> None:
+    """The NaN recipe with ``logging_nan_inf_filter=False``: the NaN loss is logged as is."""
+    del launch
+    _train_nan_hf(output_dir, p, nan_filter=False)
+
+
+def _train_hidden_nan(output_dir: str, launch: int, p: Params) -> None:
+    """The same NaN recipe with the Trainer's default filter on, which hides the NaN loss."""
+    del launch
+    _train_nan_hf(output_dir, p, nan_filter=True)
 
 
 RESUME_SAVE_STEPS = 10
@@ -246,7 +360,7 @@ RESUME_MAX_STEPS = 40
 RESUME_FROM = RESUME_CRASH_AFTER // RESUME_SAVE_STEPS * RESUME_SAVE_STEPS  # checkpoint-20
 
 
-def _train_resumed(output_dir: str, launch: int) -> None:
+def _train_resumed(output_dir: str, launch: int, p: Params) -> None:
     """Launch 0 crashes after step 25; launch 1 resumes from checkpoint-20 and finishes."""
     from transformers import Trainer, TrainerCallback
 
@@ -262,13 +376,14 @@ def _train_resumed(output_dir: str, launch: int) -> None:
                     f"sample_runs: simulated crash (node lost) at step {state.global_step + 1}"
                 )
 
-    _seed_everything()
+    _seed_everything(p.seed)
     args = _args(
         output_dir,
+        p.seed,
         max_steps=RESUME_MAX_STEPS,
-        learning_rate=3e-3,
+        learning_rate=_or(p.lr, 3e-3),
         warmup_steps=4,
-        lr_scheduler_type="linear",
+        lr_scheduler_type=_or(p.schedule, "linear"),
         max_grad_norm=1.0,
         logging_steps=1,
         eval_strategy="steps",
@@ -278,32 +393,35 @@ def _train_resumed(output_dir: str, launch: int) -> None:
     )
     callbacks = [CrashAfter(RESUME_CRASH_AFTER)] if launch == 0 else []
     trainer = Trainer(
-        model=_tiny_gpt2(),
+        model=_tiny_gpt2(p.width),
         args=args,
-        train_dataset=_progressions(512, seed=1),
-        eval_dataset=_progressions(128, seed=2),
+        train_dataset=_progressions(512, seed=p.seed + 1),
+        eval_dataset=_progressions(128, seed=p.seed + 2),
         callbacks=callbacks,
     )
     if launch == 0:
         trainer.train()
     else:
         trainer.train(resume_from_checkpoint=f"{output_dir}/checkpoint-{RESUME_FROM}")
-    trainer.save_model()
-    trainer.save_state()
+    _finish(trainer)
 
 
-def _train_overfit(output_dir: str, launch: int) -> None:
+OVERFIT_EXAMPLES = 32
+
+
+def _train_overfit(output_dir: str, launch: int, p: Params) -> None:
     """Many epochs over 32 noisy examples: the model memorises, held-out loss turns up."""
     from transformers import Trainer
 
     del launch
-    _seed_everything()
+    _seed_everything(p.seed)
     args = _args(
         output_dir,
-        max_steps=160,
-        learning_rate=3e-3,
+        p.seed,
+        max_steps=_or(p.steps, 160),
+        learning_rate=_or(p.lr, 3e-3),
         warmup_steps=8,
-        lr_scheduler_type="constant_with_warmup",
+        lr_scheduler_type=_or(p.schedule, "constant_with_warmup"),
         max_grad_norm=1.0,
         weight_decay=0.0,
         logging_steps=5,
@@ -313,14 +431,431 @@ def _train_overfit(output_dir: str, launch: int) -> None:
         save_total_limit=2,
     )
     trainer = Trainer(
-        model=_tiny_bert(),
+        model=_tiny_bert(p.width),
         args=args,
-        train_dataset=_first_token_rule(32, seed=1, label_noise=0.2),
-        eval_dataset=_first_token_rule(256, seed=2, label_noise=0.0),
+        train_dataset=_first_token_rule(OVERFIT_EXAMPLES, seed=p.seed + 1, label_noise=0.2),
+        eval_dataset=_first_token_rule(256, seed=p.seed + 2, label_noise=0.0),
     )
     trainer.train()
-    trainer.save_model()
-    trainer.save_state()
+    _finish(trainer)
+
+
+PRETRAIN_STEPS = 150
+FINETUNE_MAX_STEP = 5  # the fine-tuning task adds progressions with steps 4 and 5
+FROZEN_TRAINABLE = "transformer.ln_f.bias"  # the one tensor left trainable
+
+
+def _pretrained_gpt2(seed: int, width: int) -> Any:
+    """A tiny GPT-2 pretrained (plain loop, quietly) on progressions with steps 1..3.
+
+    Stands in for the downloaded checkpoint a fine-tune starts from, so that the fine-tune's
+    loss starts well below chance (ln VOCAB) and could fall further on the new task.
+    """
+    import torch
+
+    model = _tiny_gpt2(width)
+    data = _progressions(2048, seed=seed + 100).ids
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    g = torch.Generator().manual_seed(seed + 101)
+    for _ in range(PRETRAIN_STEPS):
+        batch = data[torch.randint(0, len(data), (32,), generator=g)]
+        loss = model(input_ids=batch, labels=batch).loss
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    return model
+
+
+def _trainable_summary(model: Any) -> str:
+    """PEFT's ``print_trainable_parameters`` line."""
+    trainable = sum(t.numel() for t in model.parameters() if t.requires_grad)
+    total = sum(t.numel() for t in model.parameters())
+    return (
+        f"trainable params: {trainable:,} || all params: {total:,} || "
+        f"trainable%: {100 * trainable / total:.4f}"
+    )
+
+
+def _train_finetune(output_dir: str, p: Params, lr: float, frozen: bool) -> None:
+    """Full fine-tune of the pretrained tiny GPT-2 on a harder task (steps 1..5)."""
+    from transformers import Trainer
+
+    _seed_everything(p.seed)
+    model = _pretrained_gpt2(p.seed, p.width)
+    if frozen:  # a freezing bug: everything but one LayerNorm bias is frozen
+        for name, param in model.named_parameters():
+            param.requires_grad = name == FROZEN_TRAINABLE
+    print(_trainable_summary(model), flush=True)
+    args = _args(
+        output_dir,
+        p.seed,
+        max_steps=_or(p.steps, 60),
+        learning_rate=lr,
+        warmup_steps=6,
+        lr_scheduler_type=_or(p.schedule, "linear"),
+        max_grad_norm=1.0,
+        weight_decay=0.01,
+        per_device_train_batch_size=64,
+        logging_steps=5,
+        eval_strategy="steps",
+        eval_steps=20,
+        save_strategy="no",  # the final save_model() is enough
+    )
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=_progressions(4096, seed=p.seed + 1, max_step=FINETUNE_MAX_STEP),
+        eval_dataset=_progressions(128, seed=p.seed + 2, max_step=FINETUNE_MAX_STEP),
+    )
+    trainer.train()
+    _finish(trainer)
+
+
+def _train_lr_too_low(output_dir: str, launch: int, p: Params) -> None:
+    """Full fine-tune at LR 1e-8: nothing moves."""
+    del launch
+    _train_finetune(output_dir, p, lr=_or(p.lr, 1e-8), frozen=False)
+
+
+def _train_frozen(output_dir: str, launch: int, p: Params) -> None:
+    """Full fine-tune at a usual full fine-tune LR (3e-5) with (almost) every parameter frozen."""
+    del launch
+    _train_finetune(output_dir, p, lr=_or(p.lr, 3e-5), frozen=True)
+
+
+def _train_labels_masked(output_dir: str, launch: int, p: Params) -> None:
+    """The healthy recipe, but every label is -100: there is nothing to learn."""
+    from transformers import Trainer
+
+    del launch
+    _seed_everything(p.seed)
+    args = _args(
+        output_dir,
+        p.seed,
+        max_steps=_or(p.steps, 60),
+        learning_rate=_or(p.lr, 1e-2),
+        warmup_steps=6,
+        lr_scheduler_type=_or(p.schedule, "linear"),
+        max_grad_norm=1.0,
+        weight_decay=0.01,
+        logging_steps=5,
+        save_strategy="no",
+    )
+    trainer = Trainer(
+        model=_tiny_gpt2(p.width),
+        args=args,
+        train_dataset=_masked(_progressions(512, seed=p.seed + 1)),
+    )
+    trainer.train()
+    _finish(trainer)
+
+
+CHANCE_LABELS = 4
+CHANCE_EXAMPLES = 4096  # more than max_steps × batch: no example is seen twice
+
+
+def _train_chance(output_dir: str, launch: int, p: Params) -> None:
+    """A 4-class BERT classifier on labels independent of the inputs."""
+    from transformers import Trainer
+
+    del launch
+    _seed_everything(p.seed)
+    args = _args(
+        output_dir,
+        p.seed,
+        max_steps=_or(p.steps, 120),
+        learning_rate=_or(p.lr, 1e-3),
+        warmup_steps=10,
+        lr_scheduler_type=_or(p.schedule, "linear"),
+        max_grad_norm=1.0,
+        weight_decay=0.01,
+        logging_steps=5,
+        eval_strategy="steps",
+        eval_steps=40,
+        save_strategy="no",
+    )
+    trainer = Trainer(
+        model=_tiny_bert(p.width, num_labels=CHANCE_LABELS),
+        args=args,
+        train_dataset=_random_labels(CHANCE_EXAMPLES, seed=p.seed + 1, num_labels=CHANCE_LABELS),
+        eval_dataset=_random_labels(256, seed=p.seed + 2, num_labels=CHANCE_LABELS),
+    )
+    trainer.train()
+    _finish(trainer)
+
+
+# ---- plain PyTorch loops --------------------------------------------------------------------
+
+FEATURES = 16  # inputs of the MLP tasks
+CLASSES = 4
+
+
+class _PlainLogger:
+    """What a hand-written loop logs: TensorBoard scalars per step and a line on stdout.
+
+    The run's configuration goes to TensorBoard as the HF Trainer logs its arguments: a text
+    summary of a JSON object (tag ``args``), in the same event file.
+    """
+
+    def __init__(self, output_dir: str, config: dict[str, Any]) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(log_dir=f"{output_dir}/{TB_SUBDIR}")
+        self.writer.add_text("args", json.dumps(config, indent=2, sort_keys=True))
+        print(f"config: {json.dumps(config, sort_keys=True)}", flush=True)
+
+    def step(self, step: int, **scalars: float) -> None:
+        """Log ``train/<name>`` for each scalar, and print them."""
+        for name, value in scalars.items():
+            self.writer.add_scalar(f"train/{name}", value, step)
+        text = " ".join(f"{k}={v:.6g}" for k, v in scalars.items())
+        print(f"step {step}: {text}", flush=True)
+
+    def close(self) -> None:
+        """Flush and close the event file."""
+        self.writer.close()
+
+
+def _mlp(width: int, out: int) -> Any:
+    """A two-layer MLP from :data:`FEATURES` inputs."""
+    import torch
+
+    return torch.nn.Sequential(
+        torch.nn.Linear(FEATURES, width), torch.nn.Tanh(), torch.nn.Linear(width, out)
+    )
+
+
+def _linear_classes(n: int, seed: int) -> tuple[Any, Any]:
+    """Gaussian inputs; label = argmax of a fixed random linear map: learnable."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, FEATURES, generator=g)
+    w = torch.randn(FEATURES, CLASSES, generator=g)
+    return x, (x @ w).argmax(1)
+
+
+def _lr_at(step: int, peak: float, warmup: int, total: int, schedule: str) -> float:
+    """The LR of a 1-based step under linear warm-up then ``schedule`` (as HF computes it)."""
+    if step <= warmup:
+        return peak * step / max(1, warmup)
+    frac = (step - warmup) / max(1, total - warmup)
+    if schedule == "cosine":
+        return peak * 0.5 * (1 + math.cos(math.pi * frac))
+    if schedule == "linear":
+        return peak * (1 - frac)
+    return peak  # constant
+
+
+def _plain_config(**kwargs: Any) -> dict[str, Any]:
+    """The config dict a plain loop logs, with the keys every run has."""
+    base: dict[str, Any] = {
+        "gradient_accumulation_steps": 1,
+        "world_size": 1,
+        "fp16": False,
+        "bf16": False,
+        "logging_steps": 1,
+        "framework": "plain_pytorch",
+    }
+    base.update(kwargs)
+    return base
+
+
+BAD_BATCH_STEP = 37
+
+
+def _train_bad_batch(output_dir: str, launch: int, p: Params) -> None:
+    """A calm classifier run; the batch of one step carries an ``inf`` feature."""
+    import torch
+
+    del launch
+    _seed_everything(p.seed)
+    steps, bad_step, batch = _or(p.steps, 60), _or(p.event_step, BAD_BATCH_STEP), 32
+    peak, warmup, schedule = _or(p.lr, 3e-3), 10, _or(p.schedule, "cosine")
+    x, y = _linear_classes(4096, p.seed + 1)
+    g = torch.Generator().manual_seed(p.seed + 2)
+    order = torch.randperm(len(x), generator=g)
+    bad_index = int(order[(bad_step - 1) * batch + 5])
+    x[bad_index, 3] = float("inf")  # a corrupted record (a division by zero upstream)
+    log = _PlainLogger(output_dir, _plain_config(
+        optim="adamw", learning_rate=peak, warmup_steps=warmup, lr_scheduler_type=schedule,
+        max_grad_norm=1.0, weight_decay=0.01, per_device_train_batch_size=batch,
+        max_steps=steps, seed=p.seed, num_labels=CLASSES, hidden_size=p.width,
+    ))
+    model = _mlp(p.width, CLASSES)
+    opt = torch.optim.AdamW(model.parameters(), lr=peak, weight_decay=0.01)
+    for step in range(1, steps + 1):
+        idx = order[(step - 1) * batch : step * batch]
+        lr = _lr_at(step, peak, warmup, steps, schedule)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
+        opt.zero_grad()
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        log.step(step, loss=loss.item(), grad_norm=grad_norm.item(), learning_rate=lr)
+    log.close()
+
+
+FP16_TARGET_SCALE = 20000.0  # unnormalised regression targets (e.g. prices in dollars)
+
+
+def _train_fp16(output_dir: str, p: Params, target_scale: float, lr: float) -> None:
+    """An MLP regression under ``autocast(float16)`` with a real ``GradScaler("cpu")``.
+
+    With ``target_scale`` 1 (standardised targets) the scaler skips a few steps while it
+    finds its scale, then trains. With unnormalised targets the outputs grow towards them
+    until they pass the float16 maximum (65504): the forward pass gives ``inf``, every step
+    from then on is skipped, and the scale halves each step.
+    """
+    import torch
+
+    _seed_everything(p.seed)
+    steps, batch, init_scale = _or(p.steps, 120), 64, 2.0**16
+    x_gen = torch.Generator().manual_seed(p.seed + 1)
+    x = torch.randn(4096, FEATURES, generator=x_gen)
+    w = torch.randn(FEATURES, 1, generator=x_gen)
+    y = (x @ w + 2.0) * target_scale
+    log = _PlainLogger(output_dir, _plain_config(
+        optim="adam", learning_rate=lr, warmup_steps=0, lr_scheduler_type="constant",
+        max_grad_norm=0.0, weight_decay=0.0, per_device_train_batch_size=batch,
+        max_steps=steps, seed=p.seed, fp16=True, init_loss_scale=init_scale,
+        loss_scale_growth_interval=2000, hidden_size=4 * p.width,
+    ))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(FEATURES, 2 * p.width), torch.nn.ReLU(), torch.nn.Linear(2 * p.width, 1)
+    )
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    scaler = torch.amp.GradScaler("cpu", init_scale=init_scale, growth_interval=2000)
+    skipped = 0
+    for step in range(1, steps + 1):
+        idx = torch.randint(0, len(x), (batch,), generator=x_gen)
+        with torch.autocast("cpu", dtype=torch.float16):
+            out = model(x[idx])
+        loss = torch.nn.functional.mse_loss(out.float(), y[idx])
+        opt.zero_grad()
+        scale = scaler.get_scale()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), math.inf)
+        scaler.step(opt)
+        scaler.update()
+        if scaler.get_scale() < scale:
+            skipped += 1
+            print(
+                f"step {step}: gradient overflow, skipping the optimizer step; "
+                f"loss scale {scale:g} -> {scaler.get_scale():g}",
+                flush=True,
+            )
+        log.step(step, loss=loss.item(), grad_norm=grad_norm.item(), learning_rate=lr,
+                 loss_scale=scale, skipped_steps=skipped)
+    log.close()
+
+
+def _train_fp16_collapse(output_dir: str, launch: int, p: Params) -> None:
+    """fp16 with unnormalised targets: the outputs overflow and the scale collapses."""
+    del launch
+    _train_fp16(output_dir, p, FP16_TARGET_SCALE, _or(p.lr, 0.3))
+
+
+def _train_fp16_healthy(output_dir: str, launch: int, p: Params) -> None:
+    """fp16 with standardised targets: a few skipped steps at the start, then healthy."""
+    del launch
+    _train_fp16(output_dir, p, 1.0, _or(p.lr, 1e-2))
+
+
+def _regression(n: int, seed: int) -> tuple[Any, Any]:
+    """Gaussian inputs, a noisy linear target of about unit variance."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, FEATURES, generator=g)
+    w = torch.randn(FEATURES, 1, generator=g)
+    return x, x @ w / 4 + 0.1 * torch.randn(n, 1, generator=g)
+
+
+def _train_diverging(output_dir: str, launch: int, p: Params) -> None:
+    """Plain SGD, a linear warm-up to a far too high peak LR, clipping at 1.0.
+
+    The loss falls while the LR is small, then rises for the rest of the run as the LR
+    passes the stability limit; clipping keeps every value finite.
+    """
+    import torch
+
+    del launch
+    _seed_everything(p.seed)
+    steps, batch = _or(p.steps, 120), 64
+    peak, warmup, schedule = _or(p.lr, 3.0), 80, _or(p.schedule, "constant")
+    x, y = _regression(2048, p.seed + 1)
+    g = torch.Generator().manual_seed(p.seed + 2)
+    log = _PlainLogger(output_dir, _plain_config(
+        optim="sgd", momentum=0.0, learning_rate=peak, warmup_steps=warmup,
+        lr_scheduler_type=schedule, max_grad_norm=1.0, weight_decay=0.0,
+        per_device_train_batch_size=batch, max_steps=steps, seed=p.seed, hidden_size=p.width,
+    ))
+    model = _mlp(p.width, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=peak)
+    for step in range(1, steps + 1):
+        lr = _lr_at(step, peak, warmup, steps, schedule)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        idx = torch.randint(0, len(x), (batch,), generator=g)
+        loss = torch.nn.functional.mse_loss(model(x[idx]), y[idx])
+        opt.zero_grad()
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        log.step(step, loss=loss.item(), grad_norm=grad_norm.item(), learning_rate=lr)
+    log.close()
+
+
+SPIKE_FIRST_STEP = 40
+SPIKE_EVERY = 25
+SPIKE_INPUT_SCALE = 3.0  # the bad batches' features are in the wrong unit
+
+
+def _spike_steps(p: Params) -> list[int]:
+    """Steps whose batch is scaled: three of them, SPIKE_EVERY apart."""
+    first = _or(p.event_step, SPIKE_FIRST_STEP)
+    return [first + k * SPIKE_EVERY for k in range(3)]
+
+
+def _train_spikes(output_dir: str, launch: int, p: Params) -> None:
+    """A healthy classifier run where three batches have features in the wrong unit."""
+    import torch
+
+    del launch
+    _seed_everything(p.seed)
+    steps, batch = _or(p.steps, 110), 32
+    peak, warmup, schedule = _or(p.lr, 1e-2), 10, _or(p.schedule, "cosine")
+    spikes = set(_spike_steps(p))
+    x, y = _linear_classes(4096, p.seed + 1)
+    g = torch.Generator().manual_seed(p.seed + 2)
+    order = torch.randperm(len(x), generator=g)
+    log = _PlainLogger(output_dir, _plain_config(
+        optim="adamw", learning_rate=peak, warmup_steps=warmup, lr_scheduler_type=schedule,
+        max_grad_norm=1.0, weight_decay=0.01, per_device_train_batch_size=batch,
+        max_steps=steps, seed=p.seed, num_labels=CLASSES, hidden_size=p.width,
+    ))
+    model = _mlp(p.width, CLASSES)
+    opt = torch.optim.AdamW(model.parameters(), lr=peak, weight_decay=0.01)
+    for step in range(1, steps + 1):
+        idx = order[(step - 1) * batch : step * batch]
+        inputs, labels = x[idx], y[idx]
+        if step in spikes:  # a corrupted shard: features in the wrong unit, labels shifted
+            inputs, labels = inputs * SPIKE_INPUT_SCALE, (labels + 1) % CLASSES
+        lr = _lr_at(step, peak, warmup, steps, schedule)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        loss = torch.nn.functional.cross_entropy(model(inputs), labels)
+        opt.zero_grad()
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        log.step(step, loss=loss.item(), grad_norm=grad_norm.item(), learning_rate=lr)
+    log.close()
 
 
 # --------------------------------------------------------------------------------------------
@@ -399,6 +934,10 @@ CONFIG_KEYS = (
     "fp16",
     "bf16",
     "seed",
+    "momentum",
+    "init_loss_scale",
+    "num_labels",
+    "framework",
 )
 
 
@@ -450,14 +989,28 @@ def _require(cond: bool, what: str) -> None:
         raise SelfCheckError(what)
 
 
-def _common_checks(run_dir: Path, state: dict[str, Any]) -> None:
-    """Checks every run must pass: the files the Trainer writes are there."""
+def _label(family: str, cause: str | list[str] | None, first_bad_step: int | None,
+           **facts: Any) -> dict[str, Any]:
+    """A run's label: the four keys every label has, then the facts the run showed."""
+    _require(family in FAMILIES, f"unknown family {family}")
+    return {
+        "family": family,
+        "cause": cause,
+        "first_bad_step": first_bad_step,
+        "culprit_rank": None,  # every sample run is a single process
+        **facts,
+    }
+
+
+def _common_checks(run_dir: Path, state: dict[str, Any], checkpoints: bool = True) -> None:
+    """Checks every HF Trainer run must pass: the files the Trainer writes are there."""
     _require((run_dir / LOG_NAME).stat().st_size > 0, "train.log is empty")
     log = (run_dir / LOG_NAME).read_text(encoding="utf-8", errors="replace")
     _require("{'loss':" in log, "train.log has no printed {'loss': ...} dicts")
     _require((run_dir / "training_args.bin").is_file(), "no training_args.bin")
+    _require((run_dir / "config.json").is_file(), "no config.json (save_model)")
     ckpts = _checkpoints(run_dir)
-    _require(len(ckpts) >= 1, "no checkpoint-N folder")
+    _require(len(ckpts) >= 1 if checkpoints else not ckpts, f"checkpoint folders: {ckpts}")
     for step in ckpts:
         for name in CHECKPOINT_FILES:
             _require(
@@ -467,13 +1020,39 @@ def _common_checks(run_dir: Path, state: dict[str, Any]) -> None:
     _require(state["global_step"] == state["max_steps"], "training did not reach max_steps")
 
 
+def _plain_run(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Checks every plain-loop run must pass; returns its ``train/*`` series by short name."""
+    log = (run_dir / LOG_NAME).read_text(encoding="utf-8", errors="replace")
+    _require("step 1: loss=" in log, "train.log has no per-step lines")
+    files = _event_files(run_dir)
+    _require(len(files) == 1, f"expected one event file, got {len(files)}")
+    series = {
+        tag.removeprefix("train/"): pts
+        for tag, pts in _tb_scalars(files[0]).items()
+        if tag.startswith("train/")
+    }
+    for tag in ("loss", "grad_norm", "learning_rate"):
+        _require(tag in series, f"train/{tag} not logged")
+    steps = [s for s, _ in series["loss"]]
+    _require(steps == list(range(1, len(steps) + 1)), "loss not logged at every step")
+    _require("learning_rate" in _config(run_dir), "no config text summary")
+    _require(len(_segments(run_dir)) == 1, "expected one segment")
+    return series
+
+
 def _first_last(points: list[tuple[int, float]]) -> tuple[float, float]:
     """First and last value of a series."""
     return points[0][1], points[-1][1]
 
 
-def _check_healthy(run_dir: Path) -> dict[str, Any]:
+def _r(value: float) -> float | str:
+    """Round for a label; non-finite values as strings (labels are strict JSON)."""
+    return round(value, 4) if math.isfinite(value) else str(value)
+
+
+def _check_healthy(run_dir: Path, p: Params) -> dict[str, Any]:
     """Loss and eval loss both fall clearly; everything finite; one segment."""
+    del p
     state = _state(run_dir)
     _common_checks(run_dir, state)
     loss = _history(state, "loss")
@@ -485,19 +1064,12 @@ def _check_healthy(run_dir: Path) -> dict[str, Any]:
     _require(e1 < 0.6 * e0, f"eval loss did not fall clearly: {e0:.3f} -> {e1:.3f}")
     segments = _segments(run_dir)
     _require(len(segments) == 1, f"expected one segment, got {len(segments)}")
-    return {
-        "family": "healthy",
-        "cause": None,
-        "first_bad_step": None,
-        "steps": state["global_step"],
-        "segments": 1,
-        "loss_first": round(l0, 4),
-        "loss_last": round(l1, 4),
-        "eval_loss_first": round(e0, 4),
-        "eval_loss_last": round(e1, 4),
-        "checkpoints": _checkpoints(run_dir),
-        "config": _config(run_dir),
-    }
+    return _label(
+        "healthy", None, None,
+        steps=state["global_step"], segments=1,
+        loss_first=_r(l0), loss_last=_r(l1), eval_loss_first=_r(e0), eval_loss_last=_r(e1),
+        checkpoints=_checkpoints(run_dir), config=_config(run_dir),
+    )
 
 
 def _spike_step(grad_norm: list[tuple[int, float]], before: int) -> tuple[int, float] | None:
@@ -517,8 +1089,14 @@ def _spike_step(grad_norm: list[tuple[int, float]], before: int) -> tuple[int, f
     return None
 
 
-def _check_nan(run_dir: Path) -> dict[str, Any]:
+#: Any of these explains a NaN after a grad-norm spike at a constant LR 2.8 with no warm-up
+#: and no clipping; the first is the root.
+NAN_CAUSES = ["lr_too_high", "no_clipping", "no_warmup"]
+
+
+def _check_nan(run_dir: Path, p: Params) -> dict[str, Any]:
     """The loss goes NaN after a grad-norm spike, and training goes on logging NaN."""
+    del p
     state = _state(run_dir)
     _common_checks(run_dir, state)
     loss = _history(state, "loss")
@@ -532,8 +1110,8 @@ def _check_nan(run_dir: Path) -> dict[str, Any]:
     _require(spike is not None, f"no grad-norm spike ≥ {SPIKE_FACTOR}x median before NaN")
     assert spike is not None
     spike_step, ratio = spike
-    _require(spike_step < first_nan, "spike is not before the NaN")
     first_nonfinite_grad = next(s for s, v in grad_norm if not math.isfinite(v))
+    first_bad = min(first_nan, first_nonfinite_grad)
     # the TensorBoard file must show the NaN too
     (tb_file,) = _event_files(run_dir)
     tb_loss = dict(_tb_scalars(tb_file)["train/loss"])
@@ -542,26 +1120,59 @@ def _check_nan(run_dir: Path) -> dict[str, Any]:
     finite_before = [v for s, v in grad_norm if s < spike_step]
     config = _config(run_dir)
     _require(config["max_grad_norm"] == 0.0 and config["warmup_steps"] == 0, "config drifted")
-    return {
-        "family": "nan_inf",
-        "cause": "lr_too_high",
-        "contributing": ["no_clipping", "no_warmup"],
-        "first_bad_step": first_nan,
-        "first_nan_step": first_nan,
-        "spike_step": spike_step,
-        "spike_ratio_to_median": round(ratio, 2),
-        "grad_norm_median_before_spike": round(statistics.median(finite_before), 4),
-        "first_nonfinite_grad_norm_step": first_nonfinite_grad,
-        "nan_loss_steps": len(nan_steps),
-        "steps": state["global_step"],
-        "segments": 1,
-        "checkpoints": _checkpoints(run_dir),
-        "config": config,
-    }
+    return _label(
+        "nan_inf", NAN_CAUSES, first_bad,
+        first_nan_step=first_nan,
+        first_nonfinite_grad_norm_step=first_nonfinite_grad,
+        spike_step=spike_step,
+        spike_ratio_to_median=round(ratio, 2),
+        grad_norm_median_before_spike=_r(statistics.median(finite_before)),
+        nan_loss_steps=len(nan_steps),
+        steps=state["global_step"], segments=1,
+        checkpoints=_checkpoints(run_dir), config=config,
+    )
 
 
-def _check_resumed(run_dir: Path) -> dict[str, Any]:
+def _check_hidden_nan(run_dir: Path, p: Params) -> dict[str, Any]:
+    """The NaN recipe with the filter on: grad_norm goes NaN, the logged loss stays finite."""
+    del p
+    state = _state(run_dir)
+    _common_checks(run_dir, state)
+    loss = _history(state, "loss")
+    grad_norm = _history(state, "grad_norm")
+    bad_grad = [s for s, v in grad_norm if not math.isfinite(v)]
+    _require(bool(bad_grad), "grad_norm never went non-finite")
+    first_bad = bad_grad[0]
+    _require(all(math.isfinite(v) for _, v in loss), "the filter did not hide the NaN loss")
+    (tb_file,) = _event_files(run_dir)
+    tb = _tb_scalars(tb_file)
+    _require(all(math.isfinite(v) for _, v in tb["train/loss"]), "TensorBoard loss not finite")
+    _require(not math.isfinite(dict(tb["train/grad_norm"])[first_bad]), "TB grad_norm finite")
+    config = _config(run_dir)
+    _require(config["logging_nan_inf_filter"] is True, "the filter is not on")
+    logged = dict(loss)
+    before = [v for s, v in loss if s < first_bad]
+    spike = _spike_step(grad_norm, first_bad)
+    after = [logged[s] for s in bad_grad if s in logged]
+    return _label(
+        "nan_inf", NAN_CAUSES, first_bad,
+        hidden_by_nan_inf_filter=True,
+        first_nonfinite_grad_norm_step=first_bad,
+        nonfinite_grad_norm_steps=len(bad_grad),
+        spike_step=spike[0] if spike else None,
+        spike_ratio_to_median=round(spike[1], 2) if spike else None,
+        logged_loss_before_first_bad=_r(before[-1]) if before else None,
+        logged_loss_at_bad_steps_min=_r(min(after)),
+        logged_loss_at_bad_steps_max=_r(max(after)),
+        logged_loss_zero_steps=sum(1 for s in bad_grad if logged.get(s) == 0.0),
+        steps=state["global_step"], segments=1,
+        checkpoints=_checkpoints(run_dir), config=config,
+    )
+
+
+def _check_resumed(run_dir: Path, p: Params) -> dict[str, Any]:
     """Two launches: a crash after step 25, a resume from checkpoint-20 to the end."""
+    del p
     state = _state(run_dir)
     _common_checks(run_dir, state)
     log = (run_dir / LOG_NAME).read_text(encoding="utf-8", errors="replace")
@@ -581,53 +1192,332 @@ def _check_resumed(run_dir: Path) -> dict[str, Any]:
     loss = _history(state, "loss")
     l0, l1 = _first_last(loss)
     _require(l1 < 0.7 * l0, "loss did not fall")
-    return {
-        "family": "healthy",
-        "cause": None,
-        "note": f"launch 1 crashed (traceback) after step {seg0['last_step']}; launch 2 "
+    return _label(
+        "healthy", None, None,
+        note=f"launch 1 crashed (traceback) after step {seg0['last_step']}; launch 2 "
         f"resumed from checkpoint-{resumed_from} and finished",
-        "crash": {"family": "crash", "cause": "exception", "after_step": seg0["last_step"]},
-        "first_bad_step": None,
-        "steps": state["global_step"],
-        "segments": 2,
-        "restart_step": seg1["first_step"],
-        "crash_after_step": seg0["last_step"],
-        "resumed_from_checkpoint": resumed_from,
-        "segment_steps": [[s["first_step"], s["last_step"]] for s in segments],
-        "segment_files": [s["files"] for s in segments],
-        "checkpoints": _checkpoints(run_dir),
-        "config": _config(run_dir),
-    }
+        crash={"family": "crash", "cause": "exception", "after_step": seg0["last_step"]},
+        steps=state["global_step"], segments=2,
+        restart_step=seg1["first_step"],
+        crash_after_step=seg0["last_step"],
+        resumed_from_checkpoint=resumed_from,
+        segment_steps=[[s["first_step"], s["last_step"]] for s in segments],
+        checkpoints=_checkpoints(run_dir), config=_config(run_dir),
+    )
 
 
-def _check_overfit(run_dir: Path) -> dict[str, Any]:
+def _check_overfit(run_dir: Path, p: Params) -> dict[str, Any]:
     """Train loss keeps falling while eval loss rises after its minimum."""
+    del p
     state = _state(run_dir)
     _common_checks(run_dir, state)
     loss = _history(state, "loss")
     eval_loss = _history(state, "eval_loss")
-    min_step, min_val = min(eval_loss, key=lambda p: p[1])
+    min_step, min_val = min(eval_loss, key=lambda pt: pt[1])
     last_step, last_val = eval_loss[-1]
     _require(min_step < last_step, "eval loss minimum is at the end")
     _require(last_val > 1.2 * min_val, f"eval loss barely rose: {min_val:.3f} -> {last_val:.3f}")
-    train_at_min = min((p for p in loss if p[0] >= min_step), key=lambda p: p[0])[1]
+    train_at_min = min((pt for pt in loss if pt[0] >= min_step), key=lambda pt: pt[0])[1]
     _require(loss[-1][1] < 0.5 * train_at_min, "train loss did not keep falling")
     _require(len(_segments(run_dir)) == 1, "expected one segment")
-    return {
-        "family": "overfitting",
-        "cause": "overfitting",
-        "first_bad_step": min_step,
-        "eval_loss_min_step": min_step,
-        "eval_loss_min": round(min_val, 4),
-        "eval_loss_last": round(last_val, 4),
-        "loss_first": round(loss[0][1], 4),
-        "loss_last": round(loss[-1][1], 4),
-        "steps": state["global_step"],
-        "segments": 1,
-        "train_examples": 32,
-        "checkpoints": _checkpoints(run_dir),
-        "config": _config(run_dir),
-    }
+    return _label(
+        "overfitting", "overfitting", min_step,
+        eval_loss_min_step=min_step,
+        eval_loss_min=_r(min_val), eval_loss_last=_r(last_val),
+        loss_first=_r(loss[0][1]), loss_last=_r(loss[-1][1]),
+        steps=state["global_step"], segments=1, train_examples=OVERFIT_EXAMPLES,
+        checkpoints=_checkpoints(run_dir), config=_config(run_dir),
+    )
+
+
+FLAT_TOLERANCE = 0.05  # "flat": the halves' means within 5%, eval loss within 0.5%
+
+
+def _flat_loss(loss: list[tuple[int, float]], eval_loss: list[tuple[int, float]]) -> float:
+    """The relative change between the means of the loss's two halves (fails if not flat).
+
+    Batch-to-batch noise is large in these fine-tunes (the new task's sequences cost more
+    than the old ones), so flatness is judged on means and on the eval loss.
+    """
+    values = [v for _, v in loss]
+    half = len(values) // 2
+    first, second = statistics.mean(values[:half]), statistics.mean(values[half:])
+    change = abs(second - first) / max(abs(first), 1e-12)
+    _require(change <= FLAT_TOLERANCE, f"loss not flat: halves {first:.4g} -> {second:.4g}")
+    _require(len(eval_loss) >= 2, "no eval_loss")
+    e0, e1 = eval_loss[0][1], eval_loss[-1][1]
+    _require(abs(e1 - e0) <= 0.005 * e0, f"eval loss moved: {e0:.4g} -> {e1:.4g}")
+    return change
+
+
+def _check_lr_too_low(run_dir: Path, p: Params) -> dict[str, Any]:
+    """A full fine-tune whose loss does not move, with healthy gradients: the LR is too low."""
+    del p
+    state = _state(run_dir)
+    _common_checks(run_dir, state, checkpoints=False)
+    loss, grad_norm = _history(state, "loss"), _history(state, "grad_norm")
+    eval_loss = _history(state, "eval_loss")
+    dev = _flat_loss(loss, eval_loss)
+    _require(loss[0][1] < 0.8 * math.log(VOCAB), "loss starts near chance: not a fine-tune")
+    median_grad = statistics.median(v for _, v in grad_norm)
+    _require(median_grad > 0.05, f"grad norm is ≈0 ({median_grad:.3g}): frozen, not low LR")
+    config = _config(run_dir)
+    _require(config["learning_rate"] <= 1e-6, "the LR is not too low")
+    return _label(
+        "not_decreasing", "lr_too_low", loss[0][0],
+        finetune_mode="full",
+        loss_first=_r(loss[0][1]), loss_last=_r(loss[-1][1]), halves_relative_change=_r(dev),
+        eval_loss_first=_r(eval_loss[0][1]), eval_loss_last=_r(eval_loss[-1][1]),
+        grad_norm_median=_r(median_grad), chance_loss=_r(math.log(VOCAB)),
+        steps=state["global_step"], segments=1, config=config,
+    )
+
+
+def _check_frozen(run_dir: Path, p: Params) -> dict[str, Any]:
+    """A fine-tune at a normal LR whose loss does not move and whose grad norm is ≈ 0."""
+    del p
+    state = _state(run_dir)
+    _common_checks(run_dir, state, checkpoints=False)
+    loss, grad_norm = _history(state, "loss"), _history(state, "grad_norm")
+    eval_loss = _history(state, "eval_loss")
+    dev = _flat_loss(loss, eval_loss)
+    max_grad = max(v for _, v in grad_norm)
+    _require(max_grad < 0.05, f"grad norm is not ≈0: up to {max_grad:.3g}")
+    log = (run_dir / LOG_NAME).read_text(encoding="utf-8", errors="replace")
+    line = next((ln for ln in log.splitlines() if ln.startswith("trainable params:")), "")
+    _require(bool(line), "no trainable-parameters line in train.log")
+    trainable, total = (int(part.split(":")[1].replace(",", "")) for part in line.split("||")[:2])
+    _require(trainable / total < 0.01, "more than 1% of the parameters are trainable")
+    config = _config(run_dir)
+    _require(config["learning_rate"] >= 1e-5, "the LR is low: not only frozen")
+    return _label(
+        "not_decreasing", "frozen_params", loss[0][0],
+        trainable_params=trainable, total_params=total,
+        loss_first=_r(loss[0][1]), loss_last=_r(loss[-1][1]), halves_relative_change=_r(dev),
+        eval_loss_first=_r(eval_loss[0][1]), eval_loss_last=_r(eval_loss[-1][1]),
+        grad_norm_max=_r(max_grad),
+        steps=state["global_step"], segments=1, config=config,
+    )
+
+
+def _check_labels_masked(run_dir: Path, p: Params) -> dict[str, Any]:
+    """Every label -100: transformers logs loss 0.0 and grad_norm 0.0 at every step."""
+    del p
+    state = _state(run_dir)
+    _common_checks(run_dir, state, checkpoints=False)
+    loss, grad_norm = _history(state, "loss"), _history(state, "grad_norm")
+    _require(all(v == 0.0 for _, v in loss), f"loss is not 0 everywhere: {loss[:3]}")
+    _require(all(v == 0.0 for _, v in grad_norm), f"grad_norm is not 0: {grad_norm[:3]}")
+    (tb_file,) = _event_files(run_dir)
+    _require(all(v == 0.0 for _, v in _tb_scalars(tb_file)["train/loss"]), "TB loss not 0")
+    return _label(
+        "not_decreasing", "labels_masked", loss[0][0],
+        logged_loss=0.0, logged_grad_norm=0.0, logged_points=len(loss),
+        steps=state["global_step"], segments=1, config=_config(run_dir),
+    )
+
+
+def _check_chance(run_dir: Path, p: Params) -> dict[str, Any]:
+    """Random labels: train and eval loss sit at ln(4) for the whole run."""
+    del p
+    state = _state(run_dir)
+    _common_checks(run_dir, state, checkpoints=False)
+    loss, eval_loss = _history(state, "loss"), _history(state, "eval_loss")
+    chance = math.log(CHANCE_LABELS)
+    worst = max(abs(v - chance) for _, v in loss + eval_loss)
+    _require(worst < 0.08, f"loss leaves chance level by {worst:.3f}")
+    second_half = [v for s, v in loss if s > loss[-1][0] / 2]
+    _require(abs(statistics.mean(second_half) - chance) < 0.03, "mean loss is not at chance")
+    with open(run_dir / "config.json", encoding="utf-8") as f:
+        _require(len(json.load(f)["id2label"]) == CHANCE_LABELS, "config.json num_labels")
+    return _label(
+        "not_decreasing", "chance_level", loss[0][0],
+        num_labels=CHANCE_LABELS, chance_loss=_r(chance), max_distance_from_chance=_r(worst),
+        loss_first=_r(loss[0][1]), loss_last=_r(loss[-1][1]),
+        eval_loss_last=_r(eval_loss[-1][1]),
+        steps=state["global_step"], segments=1, config=_config(run_dir),
+    )
+
+
+def _check_bad_batch(run_dir: Path, p: Params) -> dict[str, Any]:
+    """Calm grad norm, then a non-finite loss at exactly the corrupted batch's step."""
+    series = _plain_run(run_dir)
+    loss, grad_norm = series["loss"], series["grad_norm"]
+    planted = _or(p.event_step, BAD_BATCH_STEP)
+    bad_loss = [s for s, v in loss if not math.isfinite(v)]
+    bad_grad = [s for s, v in grad_norm if not math.isfinite(v)]
+    _require(bool(bad_loss), "the loss never went non-finite")
+    # With tanh, the inf feature saturates the hidden units: the loss of the bad step itself
+    # can stay finite while its gradient (inf × 0) is NaN, so the weights, and every later
+    # loss, are NaN. The first bad step is the first non-finite loss *or* grad norm.
+    first_bad = min(bad_loss[:1] + bad_grad[:1])
+    _require(first_bad == planted, f"first non-finite step {first_bad}, planted {planted}")
+    _require(bad_loss == list(range(bad_loss[0], len(loss) + 1)), "the NaN did not persist")
+    before = [v for s, v in grad_norm if s < first_bad]
+    _require(all(math.isfinite(v) for v in before), "non-finite grad norm before the bad batch")
+    _require(all(math.isfinite(v) for s, v in loss if s < first_bad), "non-finite loss before")
+    median = statistics.median(before)
+    recent = max(before[-10:])
+    _require(recent < 3 * median, f"grad norm not calm before: {recent:.3g} vs median {median:.3g}")
+    log = (run_dir / LOG_NAME).read_text(encoding="utf-8", errors="replace")
+    _require(f"step {first_bad}: " in log, "train.log does not show the bad step")
+    return _label(
+        "nan_inf", "bad_data", first_bad,
+        bad_batch_step=planted,
+        first_nonfinite_loss_step=bad_loss[0],
+        first_nonfinite_grad_norm_step=bad_grad[0] if bad_grad else None,
+        loss_at_bad_step=_r(dict(loss)[first_bad]),
+        grad_norm_at_bad_step=_r(dict(grad_norm)[first_bad]),
+        grad_norm_median_before=_r(median), grad_norm_max_last10_before=_r(recent),
+        nonfinite_loss_steps=len(bad_loss),
+        corruption="one input feature of one example in the batch is +inf",
+        steps=len(loss), segments=1, config=_config(run_dir),
+    )
+
+
+def _skipped_steps(series: dict[str, list[tuple[int, float]]]) -> list[int]:
+    """Steps whose optimizer step the GradScaler skipped (the skip counter went up)."""
+    out, last = [], 0.0
+    for step, count in series["skipped_steps"]:
+        if count > last:
+            out.append(step)
+        last = count
+    return out
+
+
+def _check_fp16_collapse(run_dir: Path, p: Params) -> dict[str, Any]:
+    """fp16: an ``inf`` loss, then every step skipped while the loss scale halves."""
+    del p
+    series = _plain_run(run_dir)
+    loss, scale = series["loss"], dict(series["loss_scale"])
+    skipped = _skipped_steps(series)
+    last = loss[-1][0]
+    run_start = last
+    while run_start - 1 in skipped:
+        run_start -= 1
+    _require(last in skipped and last - run_start + 1 >= 10, "no final run of ≥10 skipped steps")
+    bad = [s for s, v in loss if not math.isfinite(v)]
+    _require(bool(bad), "the loss never went inf")
+    first_bad = bad[0]
+    _require(first_bad in skipped, "the first inf loss step was not skipped")
+    _require(run_start - first_bad <= 20, "the inf loss is far before the collapse")
+    _require(not math.isfinite(dict(loss)[run_start]), "the collapse does not start with inf")
+    _require(scale[last] <= scale[run_start] / 2**9, "the loss scale did not collapse")
+    config = _config(run_dir)
+    _require(config["fp16"] is True, "fp16 not in the config")
+    before = [s for s in skipped if s < first_bad]
+    return _label(
+        "nan_inf", "fp16_overflow", first_bad,
+        first_inf_loss_step=first_bad,
+        collapse_start_step=run_start,
+        collapse_skipped_steps=last - run_start + 1,
+        skipped_steps_total=len(skipped),
+        skipped_steps_before_overflow=before,
+        loss_scale_at_collapse=scale[run_start], loss_scale_last=scale[last],
+        float16_max=65504.0,
+        steps=len(loss), segments=1, config=config,
+    )
+
+
+def _check_fp16_healthy(run_dir: Path, p: Params) -> dict[str, Any]:
+    """fp16: a few skipped steps at the very start, then a finite, falling loss."""
+    del p
+    series = _plain_run(run_dir)
+    loss = series["loss"]
+    skipped = _skipped_steps(series)
+    _require(1 <= len(skipped) <= 6, f"expected a few warm-up skips, got {skipped}")
+    _require(max(skipped) <= 10, f"skips after the start: {skipped}")
+    _require(all(math.isfinite(v) for _, v in loss), "non-finite loss")
+    first5 = statistics.mean(v for _, v in loss[:5])
+    last10 = statistics.mean(v for _, v in loss[-10:])
+    _require(last10 < 0.3 * first5, f"loss did not fall: {first5:.3g} -> {last10:.3g}")
+    scale = dict(series["loss_scale"])
+    _require(_config(run_dir)["fp16"] is True, "fp16 not in the config")
+    return _label(
+        "healthy", None, None,
+        warnings=[],
+        warmup_skipped_steps=skipped,
+        loss_scale_first=scale[1], loss_scale_last=scale[loss[-1][0]],
+        loss_first5_mean=_r(first5), loss_last10_mean=_r(last10),
+        steps=len(loss), segments=1, config=_config(run_dir),
+    )
+
+
+def _rolling_median(values: list[float], half: int) -> list[float]:
+    """Centred rolling median with a window of ``2 * half + 1`` (shorter at the ends)."""
+    return [
+        statistics.median(values[max(0, i - half) : i + half + 1]) for i in range(len(values))
+    ]
+
+
+def _check_diverging(run_dir: Path, p: Params) -> dict[str, Any]:
+    """The loss falls, then rises by orders of magnitude for the rest of the run, finite."""
+    del p
+    series = _plain_run(run_dir)
+    loss, lr = series["loss"], dict(series["learning_rate"])
+    _require(all(math.isfinite(v) for _, v in loss), "non-finite loss: not a finite divergence")
+    steps = [s for s, _ in loss]
+    smooth = _rolling_median([v for _, v in loss], 4)
+    i_min = min(range(len(smooth)), key=smooth.__getitem__)
+    _require(i_min < len(smooth) - 20, "the loss minimum is near the end: no divergence")
+    first_bad = steps[i_min + 1]
+    tail = statistics.median(v for _, v in loss[-20:])
+    _require(tail >= 30 * smooth[i_min], f"loss rose only {tail / smooth[i_min]:.1f}x")
+    thirds = [statistics.median(smooth[k]) for k in _thirds(i_min, len(smooth))]
+    _require(thirds[0] < thirds[1] < thirds[2], f"the rise is not steady: {thirds}")
+    peak = max(lr.values())
+    return _label(
+        "diverging", "lr_too_high", first_bad,
+        loss_min_step=steps[i_min], loss_min_smoothed=_r(smooth[i_min]),
+        loss_tail_median=_r(tail), rise_factor=_r(tail / smooth[i_min]),
+        lr_at_first_bad=_r(lr[first_bad]), lr_peak=_r(peak),
+        first_bad_step_rule="first step after the minimum of the 9-step rolling median",
+        steps=len(loss), segments=1, config=_config(run_dir),
+    )
+
+
+def _thirds(start: int, end: int) -> list[slice]:
+    """Three consecutive slices covering ``start..end``."""
+    k = (end - start) // 3
+    return [slice(start, start + k), slice(start + k, start + 2 * k), slice(start + 2 * k, end)]
+
+
+SPIKE_MIN_RATIO = 3.0  # a loss spike: at least 3x the median of the 10 steps before
+RECOVERED_RATIO = 1.5  # recovered: 3..8 steps later, the median is back under 1.5x that
+
+
+def _check_spikes(run_dir: Path, p: Params) -> dict[str, Any]:
+    """Loss spikes at exactly the scaled batches, each recovered within a few steps."""
+    series = _plain_run(run_dir)
+    loss = dict(series["loss"])
+    _require(all(math.isfinite(v) for v in loss.values()), "non-finite loss")
+    found = []
+    for step in range(11, len(loss) + 1):
+        before = statistics.median(loss[s] for s in range(step - 10, step))
+        if loss[step] >= SPIKE_MIN_RATIO * before:
+            found.append(step)
+    planted = _spike_steps(p)
+    _require(found == planted, f"spikes at {found}, planted {planted}")
+    ratios, recovered_after = [], []
+    for step in planted:
+        before = statistics.median(loss[s] for s in range(step - 10, step))
+        after = statistics.median(loss[s] for s in range(step + 3, step + 9))
+        _require(after <= RECOVERED_RATIO * before, f"no recovery after the spike at {step}")
+        ratios.append(_r(loss[step] / before))
+        recovered_after.append(next(s for s in range(step + 1, step + 9)
+                                    if loss[s] <= RECOVERED_RATIO * before) - step)
+    first5 = statistics.mean(loss[s] for s in range(1, 6))
+    last10 = statistics.mean(loss[s] for s in range(len(loss) - 9, len(loss) + 1))
+    _require(last10 < 0.5 * first5, "the loss did not fall overall")
+    return _label(
+        "healthy", None, None,
+        warnings=["loss-spikes"],
+        spike_steps=planted, spike_ratio_to_median=ratios,
+        recovered_within_steps=recovered_after,
+        loss_first5_mean=_r(first5), loss_last10_mean=_r(last10),
+        note="spikes that recover are a warning, not a failure: verdict healthy + warning",
+        steps=len(loss), segments=1, config=_config(run_dir),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -642,10 +1532,11 @@ class RunSpec:
     name: str
     situation: str
     how: str
-    train: Callable[[str, int], None]
-    launches: int
-    check: Callable[[Path], dict[str, Any]]
+    train: Callable[[str, int, Params], None]
+    check: Callable[[Path, Params], dict[str, Any]]
     conclusion: Callable[[dict[str, Any]], str]
+    launches: int = 1
+    crash_launches: frozenset[int] = frozenset()  # launches expected to exit non-zero
 
 
 RUNS: dict[str, RunSpec] = {
@@ -657,7 +1548,6 @@ RUNS: dict[str, RunSpec] = {
             how="tiny GPT-2, next-token on arithmetic progressions, AdamW lr 1e-2 with linear "
             "decay, warmup 10, clip 1.0, 100 steps, eval every 20, checkpoints 50 and 100",
             train=_train_healthy,
-            launches=1,
             check=_check_healthy,
             conclusion=lambda lb: f"healthy (loss {lb['loss_first']} → {lb['loss_last']})",
         ),
@@ -667,12 +1557,146 @@ RUNS: dict[str, RunSpec] = {
             how=f"tiny GPT-2, SGD at constant lr {NAN_LR}, no warmup, max_grad_norm=0 "
             "(no clipping), logging_nan_inf_filter=False, logging every step, 40 steps",
             train=_train_nan,
-            launches=1,
             check=_check_nan,
             conclusion=lambda lb: (
-                f"nan_inf / lr_too_high (+ no_clipping, no_warmup): first NaN loss at step "
+                f"nan_inf / lr_too_high (or no_clipping, no_warmup): first NaN loss at step "
                 f"{lb['first_nan_step']}, after a grad-norm spike at step {lb['spike_step']} "
                 f"({lb['spike_ratio_to_median']}× the earlier median)"
+            ),
+        ),
+        RunSpec(
+            name="hidden_nan_hf_filter",
+            situation="the same NaN, hidden by the Trainer's default logging_nan_inf_filter: "
+            "the logged loss stays finite while grad_norm is NaN",
+            how="as nan_after_grad_spike, with logging_nan_inf_filter=True (the default)",
+            train=_train_hidden_nan,
+            check=_check_hidden_nan,
+            conclusion=lambda lb: (
+                f"nan_inf / lr_too_high: grad_norm NaN from step {lb['first_bad_step']} "
+                f"({lb['nonfinite_grad_norm_steps']} steps) while the logged loss is "
+                f"{lb['logged_loss_at_bad_steps_min']} at {lb['logged_loss_zero_steps']} of "
+                f"them (the filter drops the NaN losses from the logged mean)"
+            ),
+        ),
+        RunSpec(
+            name="nan_bad_batch",
+            situation="NaN loss at one step with a calm grad norm before it: a corrupted batch",
+            how=f"plain PyTorch loop + SummaryWriter: MLP classifier, AdamW 3e-3, warmup 10, "
+            f"cosine, clip 1.0, 60 steps; one example of the batch of step {BAD_BATCH_STEP} "
+            "has an inf feature",
+            train=_train_bad_batch,
+            check=_check_bad_batch,
+            conclusion=lambda lb: (
+                f"nan_inf / bad_data: grad norm {lb['grad_norm_at_bad_step']} at step "
+                f"{lb['first_bad_step']} (inspect that batch; its own loss was still "
+                f"{lb['loss_at_bad_step']}), NaN loss from step "
+                f"{lb['first_nonfinite_loss_step']}; grad norm calm before "
+                f"(median {lb['grad_norm_median_before']})"
+            ),
+        ),
+        RunSpec(
+            name="fp16_overflow_collapse",
+            situation="fp16 loss scaling: the outputs pass the float16 maximum, the loss is "
+            "inf, every step is skipped and the loss scale collapses",
+            how="plain loop: MLP regression on unnormalised targets (~2e4 × N(2, 4)) under "
+            "torch.autocast('cpu', float16) with a real GradScaler('cpu'), Adam 0.3, "
+            "120 steps; logs train/loss_scale and train/skipped_steps",
+            train=_train_fp16_collapse,
+            check=_check_fp16_collapse,
+            conclusion=lambda lb: (
+                f"nan_inf / fp16_overflow: inf loss from step {lb['first_bad_step']}, "
+                f"{lb['collapse_skipped_steps']} skipped steps in a row, loss scale "
+                f"{lb['loss_scale_at_collapse']:g} → {lb['loss_scale_last']:.3g}"
+            ),
+        ),
+        RunSpec(
+            name="fp16_warmup_skips_healthy",
+            situation="healthy fp16 run: only the first few steps are skipped while the "
+            "GradScaler finds its scale (must not be flagged)",
+            how="as fp16_overflow_collapse with standardised targets and Adam 1e-2",
+            train=_train_fp16_healthy,
+            check=_check_fp16_healthy,
+            conclusion=lambda lb: (
+                f"healthy: steps {lb['warmup_skipped_steps']} skipped at the start (scale "
+                f"{lb['loss_scale_first']:g} → {lb['loss_scale_last']:g}), then none"
+            ),
+        ),
+        RunSpec(
+            name="diverging_finite",
+            situation="the loss rises by orders of magnitude while staying finite",
+            how="plain loop: MLP regression, plain SGD, linear warm-up over 80 steps "
+            "to a far too high peak LR 3.0, clip 1.0, 120 steps",
+            train=_train_diverging,
+            check=_check_diverging,
+            conclusion=lambda lb: (
+                f"diverging / lr_too_high: rising from step {lb['first_bad_step']} (LR "
+                f"{lb['lr_at_first_bad']} on the way to {lb['lr_peak']}), "
+                f"{lb['rise_factor']}× its minimum by the end"
+            ),
+        ),
+        RunSpec(
+            name="loss_spikes_recover",
+            situation="a few loss spikes that recover within a few steps",
+            how=f"plain loop: MLP classifier, AdamW 1e-2, warmup 10, cosine, clip 1.0, 110 "
+            f"steps; the batches of three steps come from a corrupted shard (features "
+            f"×{SPIKE_INPUT_SCALE:g}, labels shifted by one class)",
+            train=_train_spikes,
+            check=_check_spikes,
+            conclusion=lambda lb: (
+                f"healthy + warning loss-spikes at steps {lb['spike_steps']} "
+                f"({', '.join(f'{r}×' for r in lb['spike_ratio_to_median'])}), each recovered"
+            ),
+        ),
+        RunSpec(
+            name="lr_too_low_full_finetune",
+            situation="a full fine-tune at LR 1e-8: the loss stays at its initial value",
+            how="tiny GPT-2 pretrained in the script (progressions with steps 1..3), then HF "
+            "Trainer full fine-tune on steps 1..5 at lr 1e-8, batch 64, warmup 6, clip 1.0, "
+            "60 steps",
+            train=_train_lr_too_low,
+            check=_check_lr_too_low,
+            conclusion=lambda lb: (
+                f"not_decreasing / lr_too_low: eval loss {lb['eval_loss_first']} → "
+                f"{lb['eval_loss_last']}, noisy train loss flat (below chance "
+                f"{lb['chance_loss']}), grad norm healthy "
+                f"({lb['grad_norm_median']}); full fine-tune at 1e-8"
+            ),
+        ),
+        RunSpec(
+            name="frozen_params",
+            situation="(almost) every parameter frozen: grad norm ≈ 0, loss flat",
+            how="as lr_too_low_full_finetune at lr 3e-5 (the usual full fine-tune range), "
+            "with requires_grad=False on every parameter but transformer.ln_f.bias (32 of "
+            "~10k)",
+            train=_train_frozen,
+            check=_check_frozen,
+            conclusion=lambda lb: (
+                f"not_decreasing / frozen_params: {lb['trainable_params']} of "
+                f"{lb['total_params']} parameters trainable, grad norm ≤ {lb['grad_norm_max']}, "
+                f"eval loss {lb['eval_loss_first']} → {lb['eval_loss_last']}"
+            ),
+        ),
+        RunSpec(
+            name="labels_masked",
+            situation="every label is -100 (masked): nothing to learn",
+            how="the healthy GPT-2 recipe (60 steps) with every label set to -100",
+            train=_train_labels_masked,
+            check=_check_labels_masked,
+            conclusion=lambda lb: (
+                "not_decreasing / labels_masked: transformers 5 logs loss 0.0 and grad_norm "
+                f"0.0 at all {lb['logged_points']} logged steps"
+            ),
+        ),
+        RunSpec(
+            name="chance_level_classifier",
+            situation="labels independent of the inputs: the loss sits at ln(4)",
+            how=f"tiny BERT, {CHANCE_LABELS} classes, random labels, {CHANCE_EXAMPLES} "
+            "examples (none seen twice), AdamW 1e-3, 120 steps, eval every 40",
+            train=_train_chance,
+            check=_check_chance,
+            conclusion=lambda lb: (
+                f"not_decreasing / chance_level: loss {lb['loss_first']} → {lb['loss_last']} "
+                f"at ln({lb['num_labels']}) = {lb['chance_loss']}"
             ),
         ),
         RunSpec(
@@ -683,8 +1707,9 @@ RUNS: dict[str, RunSpec] = {
             "launch 1 raises in a callback after step 25; launch 2 resumes from checkpoint-20 "
             "into the same output and TensorBoard dirs and finishes at 40",
             train=_train_resumed,
-            launches=2,
             check=_check_resumed,
+            launches=2,
+            crash_launches=frozenset({0}),
             conclusion=lambda lb: (
                 f"{len(lb['segment_steps'])} segments: restart at step {lb['restart_step']} "
                 f"(pre-crash tail {lb['restart_step']}..{lb['crash_after_step']} kept as "
@@ -698,7 +1723,6 @@ RUNS: dict[str, RunSpec] = {
             "with 20% flipped labels, "
             "160 steps (80 epochs), clean 256-example eval set every 10 steps",
             train=_train_overfit,
-            launches=1,
             check=_check_overfit,
             conclusion=lambda lb: (
                 f"overfitting from step {lb['eval_loss_min_step']} (eval_loss min "
@@ -709,16 +1733,16 @@ RUNS: dict[str, RunSpec] = {
 }
 
 
-def _launch(spec: RunSpec, out: Path, launch: int) -> int:
+def _launch(spec: RunSpec, out: Path, dirname: str, launch: int, p: Params) -> int:
     """Run one training launch in a child process, appending its output to train.log."""
-    run_dir = out / spec.name
+    run_dir = out / dirname
     env = dict(os.environ)
     env.update(
         {
             "PYTHONHASHSEED": "0",
             "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
-            "TENSORBOARD_LOGGING_DIR": f"{out.name}/{spec.name}/{TB_SUBDIR}",
+            "TENSORBOARD_LOGGING_DIR": f"{out.name}/{dirname}/{TB_SUBDIR}",
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "HF_HUB_DISABLE_TELEMETRY": "1",
@@ -730,8 +1754,12 @@ def _launch(spec: RunSpec, out: Path, launch: int) -> int:
         str(Path(__file__).resolve()),
         "--_child",
         spec.name,
+        "--_dir",
+        dirname,
         "--_launch",
         str(launch),
+        "--_params",
+        p.to_json(),
         "--out",
         out.name,
     ]
@@ -741,53 +1769,91 @@ def _launch(spec: RunSpec, out: Path, launch: int) -> int:
 
 
 def _cleanup(run_dir: Path) -> None:
-    """Remove what is useless for analysis (caches); everything the Trainer wrote stays."""
+    """Remove what is useless for analysis (caches); everything the training wrote stays."""
     for cache in run_dir.rglob("__pycache__"):
         shutil.rmtree(cache)
 
 
-def make_run(spec: RunSpec, out: Path) -> dict[str, Any]:
-    """Delete and regenerate one run, self-check it, and return its labels."""
-    run_dir = out / spec.name
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
+def label_path(run_dir: Path) -> Path:
+    """Where a run's label file goes: ``<run>.label.json`` beside the run directory."""
+    return run_dir.with_name(run_dir.name + LABEL_SUFFIX)
+
+
+def make_run(
+    spec: RunSpec, out: Path, p: Params | None = None, dirname: str | None = None
+) -> dict[str, Any]:
+    """Delete and regenerate one run, self-check it, write and return its label.
+
+    Raises:
+        SelfCheckError: a launch failed unexpectedly, or the run did not show its situation
+            (the run directory is left for inspection, and no label is written).
+    """
+    p = p or Params()
+    dirname = dirname or spec.name
+    run_dir = out / dirname
+    label_file = label_path(run_dir)
+    for old in (run_dir, label_file):
+        if old.is_dir():
+            shutil.rmtree(old)
+        elif old.exists():
+            old.unlink()
     run_dir.mkdir(parents=True)
     t0 = time.perf_counter()
     for launch in range(spec.launches):
-        rc = _launch(spec, out, launch)
-        crash_expected = spec.name == "resumed_after_stop" and launch == 0
-        if crash_expected != (rc != 0):
+        rc = _launch(spec, out, dirname, launch, p)
+        if (launch in spec.crash_launches) != (rc != 0):
             tail = (run_dir / LOG_NAME).read_text(encoding="utf-8", errors="replace")[-3000:]
-            raise SelfCheckError(f"{spec.name}: launch {launch} exited {rc}\n{tail}")
+            raise SelfCheckError(f"{dirname}: launch {launch} exited {rc}\n{tail}")
     _cleanup(run_dir)
-    labels = spec.check(run_dir)
-    size = sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
-    print(f"{spec.name}: ok in {time.perf_counter() - t0:.1f}s, {size / 1024:.0f} KiB")
-    return labels
+    label = spec.check(run_dir, p)
+    if p != Params():
+        label["params"] = dataclasses.asdict(p)
+    label["situation"] = spec.name
+    label_file.write_text(json.dumps(label, indent=2) + "\n", encoding="utf-8")
+    size = sum(f.stat().st_size for f in run_dir.rglob("*") if f.is_file())
+    print(f"{dirname}: ok in {time.perf_counter() - t0:.1f}s, {size / 1024:.0f} KiB")
+    return label
 
 
-def _write_labels(out: Path, new: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Merge ``new`` into ``out/labels.json`` (runs no longer defined are dropped)."""
-    path = out / "labels.json"
-    labels: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        labels = json.loads(path.read_text(encoding="utf-8"))
-    labels.update(new)
-    labels = {k: labels[k] for k in RUNS if k in labels}
-    path.write_text(json.dumps(labels, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return labels
+def read_labels(out: Path) -> dict[str, dict[str, Any]]:
+    """``{run name: label}`` for every ``<name>.label.json`` in ``out``."""
+    return {
+        f.name.removesuffix(LABEL_SUFFIX): json.loads(f.read_text(encoding="utf-8"))
+        for f in sorted(out.glob("*" + LABEL_SUFFIX))
+    }
 
 
 README_HEAD = """\
 # sample_runs
 
 Small **real** training runs for demos, tests and benchmarks. Each was made by really training
-a tiny model (built from a config, no download) on CPU on synthetic data, with the Hugging Face
-`Trainer`, by [`make.py`](make.py); each folder holds what the Trainer left behind
-(TensorBoard event files under `runs/`, `trainer_state.json`, `training_args.bin`,
-`checkpoint-N/`) and `train.log`, the captured stdout/stderr of the training process(es).
-`labels.json` holds the facts each run really showed, computed by `make.py`'s self-check (not
-typed by hand); benchmarks count accuracy against it.
+a tiny model (GPT-2 or BERT built from a config, no download, or a small MLP) on CPU on
+synthetic data by [`make.py`](make.py), either with the Hugging Face `Trainer` (the folder holds
+what the Trainer left behind: TensorBoard event files under `runs/`, `trainer_state.json`,
+`training_args.bin`, `config.json`, `checkpoint-N/` where the run saves them) or with a plain
+PyTorch loop that logs `train/loss`, `train/grad_norm`, `train/learning_rate` (and
+`train/loss_scale`, `train/skipped_steps` under fp16) every step with
+`torch.utils.tensorboard.SummaryWriter`, and its configuration (learning rate, warm-up,
+schedule, clipping, fp16/bf16, batch size...) as a JSON text summary (tag `args`, as the HF
+Trainer logs its arguments). Every folder has `train.log`, the captured
+stdout/stderr of the training process(es).
+
+Beside each run, `<name>.label.json` says what really happened: `family` (one of `nan_inf`,
+`diverging`, `not_decreasing`, `overfitting`, `oom`, `slow`, `hang`, `crash`, `resume`,
+`healthy`, `unknown`), `cause` (null when healthy; a list when several causes are right, the
+root first), `first_bad_step` (null when healthy; in the run's own step numbering: the first
+NaN/Inf loss or grad-norm step for `nan_inf`, the first rising step for `diverging`, the
+eval-loss minimum after which eval rises for `overfitting`, the first logged step for
+`not_decreasing`), `culprit_rank` (null: single-process runs), and the facts the self-check
+measured (`warnings`, spike steps, loss scale...). They are computed by `make.py`'s self-check
+from the run itself, never typed by hand; `bench/accuracy.py` scores autopsy against them
+(figures in [`docs/accuracy.md`](../docs/accuracy.md)), and `bench/variants.py` regenerates
+every situation with other seeds, learning rates, sizes and schedules.
+
+Choices: spikes that recover are a warning, not a failure, so `loss_spikes_recover` is labelled
+`healthy` with `"warnings": ["loss-spikes"]`; `resumed_after_stop` is `healthy` (its crash was
+resumed from; the crash is in the label's `crash`); the NaN runs accept `lr_too_high`,
+`no_clipping` or `no_warmup` (the run had all three).
 
 Regenerate with `python sample_runs/make.py [NAME ...]` (needs torch, transformers,
 accelerate, tensorboard; seconds per run); `--list` lists the runs. Seeds are fixed and
@@ -807,9 +1873,9 @@ def _write_readme(out: Path, labels: dict[str, dict[str, Any]]) -> None:
     (out / "README.md").write_text(README_HEAD + "".join(rows), encoding="utf-8")
 
 
-def _child(name: str, launch: int, out_name: str) -> None:
+def _child(name: str, dirname: str, launch: int, params: str, out_name: str) -> None:
     """Entry point of a training launch (run with the CWD = the output folder's parent)."""
-    RUNS[name].train(f"{out_name}/{name}", launch)
+    RUNS[name].train(f"{out_name}/{dirname}", launch, Params.from_json(params))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -819,15 +1885,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE, help="output folder (%(default)s)")
     parser.add_argument("--list", action="store_true", help="list the runs and exit")
     parser.add_argument("--_child", help=argparse.SUPPRESS)
+    parser.add_argument("--_dir", help=argparse.SUPPRESS)
     parser.add_argument("--_launch", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--_params", default="{}", help=argparse.SUPPRESS)
     ns = parser.parse_args(argv)
 
     if ns._child:
-        _child(ns._child, ns._launch, str(ns.out))
+        _child(ns._child, ns._dir or ns._child, ns._launch, ns._params, str(ns.out))
         return 0
     if ns.list:
         for spec in RUNS.values():
-            print(f"{spec.name:24s} {spec.situation}")
+            print(f"{spec.name:26s} {spec.situation}")
         return 0
     unknown = [n for n in ns.names if n not in RUNS]
     if unknown:
@@ -835,9 +1903,10 @@ def main(argv: list[str] | None = None) -> int:
     out = ns.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    new = {name: make_run(RUNS[name], out) for name in (ns.names or list(RUNS))}
-    labels = _write_labels(out, new)
-    _write_readme(out, labels)
+    for name in ns.names or list(RUNS):
+        make_run(RUNS[name], out)
+    (out / "labels.json").unlink(missing_ok=True)  # replaced by the per-run label files
+    _write_readme(out, read_labels(out))
     print(f"done in {time.perf_counter() - t0:.1f}s -> {out}")
     return 0
 

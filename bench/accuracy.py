@@ -1,0 +1,330 @@
+#!/usr/bin/env python
+"""Score ``autopsy analyze`` against labelled runs: family precision/recall, cause, step.
+
+A *case* is a run directory ``X`` with a label beside it (``X.label.json``) or inside it
+(``X/label.json``). For every case under CORPUS this runs
+``python -m autopsy analyze X --format json`` in a subprocess (with a timeout) and compares
+the report's ``verdict`` with the label:
+
+- family: per-family precision and recall over the verdict's ``family`` (closed set);
+- cause: the verdict's ``cause`` equals the label's, or is one of them when the label lists
+  several acceptable causes; scored over the cases whose label has a cause (healthy runs
+  have none: the family measures them);
+- first bad step: the verdict's ``step`` equals the label's ``first_bad_step`` (exact), and
+  is within ``± k`` steps (tolerant), ``k`` = ``--step-tolerance`` logging intervals (the
+  label config's ``logging_steps``, 1 if unknown). Cases whose label has no first bad step
+  (healthy runs) count only when the verdict has no step either.
+
+Exit codes 0, 1 and 3 of ``autopsy analyze`` are normal; 2 (nothing readable), a timeout,
+a crash or output that is not the JSON report count as a miss, with the reason in the table.
+
+Usage::
+
+    python bench/accuracy.py sample_runs
+    python bench/accuracy.py bench/out/variants --step-tolerance 2
+    python bench/accuracy.py sample_runs --write docs/accuracy.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FAMILIES = (
+    "nan_inf", "diverging", "not_decreasing", "overfitting", "oom", "slow", "hang", "crash",
+    "resume", "healthy", "unknown",
+)
+LABEL_SUFFIX = ".label.json"
+INSIDE_LABEL = "label.json"
+NORMAL_EXIT_CODES = (0, 1, 3)
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Case:
+    """One labelled run."""
+
+    name: str
+    run_dir: Path
+    label: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What autopsy said about one case, and how it scores."""
+
+    case: Case
+    verdict: dict[str, Any] | None  # None: no usable report
+    error: str | None  # why there is no usable report
+    seconds: float
+
+    @property
+    def expected_family(self) -> str:
+        """The label's family."""
+        return str(self.case.label.get("family"))
+
+    @property
+    def got_family(self) -> str:
+        """The verdict's family; ``(none)`` without a report."""
+        if self.verdict is None:
+            return "(none)"
+        return str(self.verdict.get("family"))
+
+    @property
+    def family_ok(self) -> bool:
+        """The family matches."""
+        return self.verdict is not None and self.got_family == self.expected_family
+
+    @property
+    def cause_ok(self) -> bool:
+        """The cause matches (one of the label's acceptable causes)."""
+        if self.verdict is None:
+            return False
+        return cause_matches(self.case.label.get("cause"), self.verdict.get("cause"))
+
+    def step_ok(self, tolerance: int) -> bool:
+        """The first bad step is within ``tolerance`` steps (0: exact)."""
+        if self.verdict is None:
+            return False
+        return step_matches(self.case.label.get("first_bad_step"), self.verdict.get("step"),
+                            tolerance)
+
+
+def cause_matches(expected: Any, got: Any) -> bool:
+    """Whether ``got`` is the expected cause, or one of them when a list is given."""
+    if isinstance(expected, list):
+        return got in expected
+    return bool(got == expected)
+
+
+def step_matches(expected: Any, got: Any, tolerance: int) -> bool:
+    """Whether ``got`` is within ``tolerance`` of ``expected`` (both None also matches)."""
+    if expected is None or got is None:
+        return expected is None and got is None
+    try:
+        return abs(int(got) - int(expected)) <= tolerance
+    except (TypeError, ValueError):
+        return False
+
+
+def find_cases(corpus: Path) -> list[Case]:
+    """Every labelled run under ``corpus`` (which may itself be one case)."""
+    cases: dict[Path, Case] = {}
+    candidates = [corpus, *sorted(p for p in corpus.rglob("*") if p.is_dir())]
+    for run_dir in candidates:
+        for label_file in (run_dir.with_name(run_dir.name + LABEL_SUFFIX),
+                           run_dir / INSIDE_LABEL):
+            if label_file.is_file() and run_dir not in cases:
+                try:
+                    label = json.loads(label_file.read_text(encoding="utf-8"))
+                except (OSError, ValueError) as exc:
+                    print(f"skipping {label_file}: {exc}", file=sys.stderr)
+                    continue
+                if not isinstance(label, dict) or "family" not in label:
+                    print(f"skipping {label_file}: no family", file=sys.stderr)
+                    continue
+                name = run_dir.relative_to(corpus).as_posix() if run_dir != corpus else corpus.name
+                cases[run_dir] = Case(name, run_dir, label)
+    return sorted(cases.values(), key=lambda c: c.name)
+
+
+def analyze(case: Case, timeout: float) -> Outcome:
+    """Run ``autopsy analyze --format json`` on one case; any failure is a miss."""
+    cmd = [sys.executable, "-m", "autopsy", "analyze", str(case.run_dir), "--format", "json"]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return Outcome(case, None, f"timeout after {timeout:g}s", time.perf_counter() - t0)
+    seconds = time.perf_counter() - t0
+    if proc.returncode not in NORMAL_EXIT_CODES:
+        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        return Outcome(case, None, f"exit {proc.returncode}: {last[:120]}", seconds)
+    try:
+        report = json.loads(proc.stdout)
+        verdict = report["verdict"]
+        if not isinstance(verdict, dict):
+            raise TypeError("verdict is not an object")
+    except (ValueError, KeyError, TypeError) as exc:
+        return Outcome(case, None, f"bad JSON report: {exc}", seconds)
+    return Outcome(case, verdict, None, seconds)
+
+
+def _pct(num: int, den: int) -> str:
+    """``num/den`` as a percentage with the counts, or ``n/a``."""
+    return f"{100 * num / den:.0f}% ({num}/{den})" if den else "n/a"
+
+
+def logging_interval(label: dict[str, Any]) -> int:
+    """The label's logging interval in steps (from its recorded config), 1 if unknown."""
+    config = label.get("config") or {}
+    value = config.get("logging_steps") if isinstance(config, dict) else None
+    return int(value) if isinstance(value, int | float) and value >= 1 else 1
+
+
+def family_table(outcomes: list[Outcome]) -> list[str]:
+    """Per-family precision and recall rows (Markdown)."""
+    families = sorted(
+        {o.expected_family for o in outcomes} | {o.got_family for o in outcomes if o.verdict},
+        key=lambda f: FAMILIES.index(f) if f in FAMILIES else len(FAMILIES),
+    )
+    rows = ["| family | cases | predicted | precision | recall |", "|---|---|---|---|---|"]
+    for fam in families:
+        tp = sum(1 for o in outcomes if o.expected_family == fam and o.got_family == fam)
+        cases = sum(1 for o in outcomes if o.expected_family == fam)
+        predicted = sum(1 for o in outcomes if o.got_family == fam)
+        rows.append(f"| `{fam}` | {cases} | {predicted} | {_pct(tp, predicted)} | "
+                    f"{_pct(tp, cases)} |")
+    return rows
+
+
+def summary_table(outcomes: list[Outcome], k: int) -> list[str]:
+    """Overall family, cause and step accuracy rows (Markdown)."""
+    n = len(outcomes)
+    failing = [o for o in outcomes if o.case.label.get("first_bad_step") is not None]
+    tol = [o.step_ok(k * logging_interval(o.case.label)) for o in outcomes]
+    tol_failing = [o.step_ok(k * logging_interval(o.case.label)) for o in failing]
+    rows = ["| measure | score |", "|---|---|"]
+    rows.append(f"| family accuracy | {_pct(sum(o.family_ok for o in outcomes), n)} |")
+    caused = [o for o in outcomes if o.case.label.get("cause") is not None]
+    rows.append(f"| cause accuracy (runs with a labelled cause) | "
+                f"{_pct(sum(o.cause_ok for o in caused), len(caused))} |")
+    rows.append(f"| first bad step, exact | {_pct(sum(o.step_ok(0) for o in outcomes), n)} |")
+    rows.append(f"| first bad step, ±{k} logging intervals | {_pct(sum(tol), n)} |")
+    rows.append(f"| first bad step, exact (failing runs only) | "
+                f"{_pct(sum(o.step_ok(0) for o in failing), len(failing))} |")
+    rows.append(f"| first bad step, ±{k} logging intervals (failing runs only) | "
+                f"{_pct(sum(tol_failing), len(failing))} |")
+    rows.append(f"| no usable report (exit 2, timeout, bad JSON) | "
+                f"{sum(o.verdict is None for o in outcomes)} |")
+    return rows
+
+
+def _expected(label: dict[str, Any]) -> str:
+    """``family / cause @ step`` of a label."""
+    cause = label.get("cause")
+    cause_text = " or ".join(cause) if isinstance(cause, list) else str(cause)
+    return f"{label.get('family')} / {cause_text} @ {label.get('first_bad_step')}"
+
+
+def _got(o: Outcome) -> str:
+    """``family / cause @ step`` of a verdict, or the reason there is none."""
+    if o.verdict is None:
+        return f"miss: {o.error}"
+    v = o.verdict
+    return f"{v.get('family')} / {v.get('cause')} @ {v.get('step')}"
+
+
+def case_table(outcomes: list[Outcome], k: int) -> list[str]:
+    """One row per case (Markdown)."""
+    rows = ["| case | expected | got | family | cause | step | step ±k |",
+            "|---|---|---|---|---|---|---|"]
+
+    def mark(ok: bool) -> str:
+        return "ok" if ok else "—"
+
+    for o in outcomes:
+        tol = k * logging_interval(o.case.label)
+        rows.append(
+            f"| `{o.case.name}` | {_expected(o.case.label)} | {_got(o)} | {mark(o.family_ok)} | "
+            f"{mark(o.cause_ok)} | {mark(o.step_ok(0))} | {mark(o.step_ok(tol))} (±{tol}) |"
+        )
+    return rows
+
+
+def render(outcomes: list[Outcome], k: int, command: str, seconds: float) -> str:
+    """The whole Markdown report."""
+    when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts: list[Iterable[str]] = [
+        [f"Command: `{command}` ({when}, {len(outcomes)} cases, {seconds:.1f}s)", ""],
+        ["### Overall", ""], summary_table(outcomes, k), [""],
+        ["### Per family (verdict family vs label family)", ""], family_table(outcomes), [""],
+        ["### Per case", ""], case_table(outcomes, k),
+    ]
+    return "\n".join(line for part in parts for line in part) + "\n"
+
+
+DOC_INTRO = """\
+# Accuracy
+
+How often `autopsy analyze` names the right failure on labelled real runs, measured by
+[`bench/accuracy.py`](../bench/accuracy.py). A case is a run directory with a label
+(`<run>.label.json` beside it, or `label.json` inside) written by the script that made the run
+from what really happened (see [`sample_runs/README.md`](../sample_runs/README.md)).
+
+- **family**: precision and recall of the verdict's `family` per family;
+- **cause**: the verdict's `cause` is the label's (or one of the label's acceptable causes),
+  over the runs whose label has a cause;
+- **first bad step**: the verdict's `step` is the label's `first_bad_step`, exactly and within
+  ±k logging intervals (healthy runs score when neither has a step).
+
+A run whose report is unusable (exit 2, a timeout, JSON that is not the report) is a miss.
+Regenerate the section below with `python bench/accuracy.py sample_runs --write
+docs/accuracy.md`; `bench/variants.py` makes fresh, untuned cases to score the same way.
+"""
+
+
+def write_doc(doc: Path, heading: str, body: str) -> None:
+    """Replace (or append) the section ``heading`` of ``doc`` with ``body``."""
+    import re
+
+    text = doc.read_text(encoding="utf-8") if doc.exists() else DOC_INTRO
+    section = f"{heading}\n\n{body.strip()}\n"
+    pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section + "\n", text).rstrip() + "\n"
+    else:
+        text = text.rstrip() + "\n\n" + section
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line, score every case, print (and optionally write) the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpus", type=Path, help="a folder of labelled runs (or one run)")
+    parser.add_argument("--step-tolerance", type=int, default=2, metavar="K",
+                        help="tolerance of the step score, in logging intervals (%(default)s)")
+    parser.add_argument("--timeout", type=float, default=120.0,
+                        help="seconds per case before it counts as a miss (%(default)s)")
+    parser.add_argument("--write", type=Path, metavar="DOC",
+                        help="also write the tables into this Markdown file's section")
+    ns = parser.parse_args(argv)
+    if not ns.corpus.exists():
+        parser.error(f"no such corpus: {ns.corpus}")
+    cases = find_cases(ns.corpus)
+    if not cases:
+        parser.error(f"no labelled case under {ns.corpus}")
+    t0 = time.perf_counter()
+    outcomes = []
+    for case in cases:
+        outcome = analyze(case, ns.timeout)
+        print(f"{case.name}: {_got(outcome)} ({outcome.seconds:.1f}s)", file=sys.stderr)
+        outcomes.append(outcome)
+    seconds = time.perf_counter() - t0
+    corpus_arg = ns.corpus.resolve()
+    try:
+        corpus_arg = corpus_arg.relative_to(Path.cwd())
+    except ValueError:
+        pass
+    command = (
+        f"python bench/accuracy.py {corpus_arg.as_posix()} --step-tolerance {ns.step_tolerance}"
+    )
+    report = render(outcomes, ns.step_tolerance, command, seconds)
+    print(report)
+    if ns.write:
+        write_doc(ns.write, f"## `{corpus_arg.as_posix()}`", report)
+        print(f"wrote {ns.write}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
