@@ -92,6 +92,12 @@ def label(name: str) -> dict[str, Any] | None:
     return None
 
 
+def label_causes(expected: dict[str, Any] | None, default: str | None) -> list[str | None]:
+    """The causes a label accepts (its ``cause`` may be one cause or a list, primary first)."""
+    cause = (expected or {}).get("cause", default)
+    return list(cause) if isinstance(cause, list) else [cause]
+
+
 def sample(name: str) -> Run:
     """Load ``sample_runs/<name>``, skipping the test when it is not there yet."""
     from pathlib import Path

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from nan_runs import INF, NAN, blowup_run, flat_grad, fp16_scale, label, noisy, sample
+from nan_runs import (
+    INF,
+    NAN,
+    blowup_run,
+    flat_grad,
+    fp16_scale,
+    label,
+    label_causes,
+    noisy,
+    sample,
+)
 from runs import synthetic_run
 
 from autopsy.api import diagnose
@@ -67,8 +77,12 @@ def test_fires_before_a_blowup_explanation_under_fp16() -> None:
 def test_fires_on_the_sample_fp16_overflow_collapse() -> None:
     d = diagnose(sample("fp16_overflow_collapse"))
     expected = label("fp16_overflow_collapse") or {}
-    assert (d.verdict.family, d.verdict.cause) == (Family.NAN_INF, "fp16_overflow")
+    assert (d.verdict.family, d.verdict.code) == (Family.NAN_INF, "NAN003")
+    assert d.verdict.cause in label_causes(expected, "fp16_overflow")
     assert d.verdict.step == expected.get("first_bad_step", d.verdict.step)
+    finding = next(f for f in d.findings if f.code == "NAN003")
+    assert finding.severity is Severity.CRITICAL
+    assert any(e.tag == "loss_scale" for e in finding.evidence)
 
 
 def test_near_miss_passes_the_scalers_warmup_skips() -> None:
@@ -107,6 +121,7 @@ def test_near_miss_passes_a_bf16_run_logging_a_unit_scale() -> None:
 def test_near_miss_passes_the_sample_fp16_warmup_skips_healthy() -> None:
     d = diagnose(sample("fp16_warmup_skips_healthy"))
     assert all(not f.code.startswith("NAN") for f in d.findings)
+    assert d.verdict.family is not Family.NAN_INF
 
 
 def test_near_miss_passes_nan_without_fp16() -> None:

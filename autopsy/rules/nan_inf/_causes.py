@@ -35,6 +35,7 @@ class BlowUpCause:
     evidence: tuple[Evidence, ...]
     advice: tuple[str, ...]
     lr_high: bool
+    advice_for: dict[str, str]
 
 
 def _num(value: Any) -> float | None:
@@ -153,7 +154,8 @@ def blowup_cause(run: Run, onset: int, th: Any) -> BlowUpCause:
     return BlowUpCause(
         primary=primary, others=tuple(others), phrase=phrases[primary],
         also="; made worse by " + ", ".join(short[c] for c in others) if others else "",
-        evidence=tuple(evidence), advice=tuple(advice), lr_high=lr_high)
+        evidence=tuple(evidence), advice=tuple(advice), lr_high=lr_high,
+        advice_for={c: advice_for[c] for c in (primary, *others)})
 
 
 def _source(run: Run, key: str) -> str | None:

@@ -108,6 +108,9 @@ def _first_bad(s: pd.Series, skip: frozenset[int]) -> tuple[int | None, np.ndarr
 def _grad_spike(grad: pd.Series, step: int, th: Any) -> tuple[Spike, Spike] | None:
     """The escalation of grad-norm spikes leading into ``step``: (first spike, largest)."""
     fin = _finite(grad[grad.index < step].sort_index())
+    # A chain of spikes cannot outlast about half a window (the spikes raise the rolling
+    # median), so the tail of the series is enough to score.
+    fin = fin.iloc[-(3 * int(th["spike_window"]) + int(th["lookback_points"])):]
     spikes = find_spikes(fin, window=int(th["spike_window"]),
                          min_periods=int(th["spike_min_points"]),
                          min_score=float(th["spike_score"]), min_ratio=float(th["spike_ratio"]))

@@ -68,24 +68,20 @@ def _finite(s: pd.Series) -> pd.Series:
     return s[np.isfinite(values)].sort_index()
 
 
-def _warm(step: int, starts: list[int], width: int) -> bool:
-    """Whether ``step`` lies within ``width`` steps after a segment's first step."""
-    return any(0 <= step - s <= width for s in starts)
-
-
-def _runs(steps: list[int], flags: list[bool]) -> list[list[int]]:
-    """Maximal runs of consecutive logged points whose flag is set."""
-    out: list[list[int]] = []
-    current: list[int] = []
-    for step, flag in zip(steps, flags, strict=True):
-        if flag:
-            current.append(step)
-        elif current:
-            out.append(current)
-            current = []
-    if current:
-        out.append(current)
+def _warm(steps: np.ndarray, starts: list[int], width: int) -> np.ndarray:
+    """Which ``steps`` lie within ``width`` steps after a segment's first step."""
+    out = np.zeros(steps.shape, dtype=bool)
+    for s in starts:
+        out |= (steps >= s) & (steps <= s + width)
     return out
+
+
+def _runs(steps: np.ndarray, flags: np.ndarray) -> list[np.ndarray]:
+    """Maximal runs of consecutive logged points whose flag is set (their steps)."""
+    idx = np.flatnonzero(flags)
+    if not idx.size:
+        return []
+    return [steps[g] for g in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1)]
 
 
 def _scale_findings(scale: pd.Series, starts: list[int], th: Any,
@@ -95,45 +91,52 @@ def _scale_findings(scale: pd.Series, starts: list[int], th: Any,
     s = s[s > 0]
     if len(s) < 2:
         return
-    steps = [int(x) for x in s.index]
+    steps = s.index.to_numpy(dtype=np.int64)
     vals = s.to_numpy(dtype=float)
     smax, smin = float(vals.max()), float(vals.min())
-    min_step = steps[int(np.argmin(vals))]
+    low = int(np.argmin(vals))
+    min_step = int(steps[low])
     halvings = math.log2(smax / smin)
-    top = steps.index(min_step)
-    while top > 0 and vals[top - 1] >= vals[top]:  # back to the start of the descent
-        top -= 1
-    warm = _warm(min_step, starts, int(th["scaler_warmup_steps"]))
+    width = int(th["scaler_warmup_steps"])
+    warm = bool(_warm(steps[low : low + 1], starts, width)[0])
     floor = smin <= float(th["min_scale"]) < smax
     if floor or (halvings >= float(th["collapse_halvings"]) and not warm):
-        first_drop = next((steps[i] for i in range(top + 1, len(vals))
-                           if vals[i] < vals[i - 1]), min_step)
-        drop = math.log2(vals[top] / smin)
-        found.append((first_drop, f"the loss scale fell from {vals[top]:g} at step "
-                      f"{steps[top]} to {smin:g} ({drop:.0f} halvings) by step {min_step}",
-                      Evidence(
+        if floor:  # where the scale first reached the floor
+            start = int(steps[int(np.flatnonzero(vals <= float(th["min_scale"]))[0])])
+            more = f", at or below {float(th['min_scale']):g} from step {start}"
+        else:  # the first drop after the warm-up on the way down to the minimum
+            rises = np.flatnonzero(vals[1 : low + 1] > vals[:low])
+            top = int(rises[-1]) + 1 if rises.size else 0
+            falls = np.flatnonzero((vals[top + 1 :] < vals[top:-1])
+                                   & ~_warm(steps[top + 1 :], starts, width))
+            start = int(steps[top + 1 + falls[0]]) if falls.size else min_step
+            more = f", falling from step {start}"
+        found.append((start, f"the loss scale fell from {smax:g} to {smin:g} "
+                      f"({halvings:.0f} halvings) by step {min_step}{more}", Evidence(
                           summary=f"loss scale fell from {smax:g} to {smin:g} "
-                                  f"({halvings:.1f} halvings), steps {first_drop}-{min_step}",
-                          tag="loss_scale", steps=(first_drop, min_step),
-                          numbers={"max": smax, "min": smin, "halvings": halvings}),
-                      steps[-1], True))
-    drops = [False, *(bool(v < pv) for v, pv in zip(vals[1:], vals[:-1], strict=True))]
+                                  f"({halvings:.1f} halvings) by step {min_step}{more}",
+                          tag="loss_scale", steps=(start, min_step),
+                          numbers={"max": smax, "min": smin, "halvings": halvings,
+                                   "collapse_step": start}),
+                      int(steps[-1]), True))
+    drops = np.r_[False, vals[1:] < vals[:-1]]
     _skip_runs(steps, drops, starts, th, "loss scale dropped", "loss_scale", found)
 
 
-def _skip_runs(steps: list[int], flags: list[bool], starts: list[int], th: Any, what: str,
+def _skip_runs(steps: np.ndarray, flags: np.ndarray, starts: list[int], th: Any, what: str,
                tag: str, found: list[Found]) -> None:
     """Runs of ``skip_run`` or more flagged points after the warm-up."""
     width = int(th["scaler_warmup_steps"])
     for run in _runs(steps, flags):
-        late = [st for st in run if not _warm(st, starts, width)]
-        if len(late) >= int(th["skip_run"]):
-            found.append((late[0], f"{what} on {len(late)} consecutive logged steps "
-                          f"from step {late[0]}", Evidence(
-                              summary=f"{what} on {len(late)} consecutive logged steps, "
-                                      f"steps {late[0]}-{late[-1]} (after the scaler's warm-up)",
-                              tag=tag, steps=(late[0], late[-1]),
-                              numbers={"consecutive": len(late)}), late[-1], False))
+        late = run[~_warm(run, starts, width)]
+        if late.size >= int(th["skip_run"]):
+            a, b = int(late[0]), int(late[-1])
+            found.append((a, f"{what} on {late.size} consecutive logged steps from step {a}",
+                          Evidence(
+                              summary=f"{what} on {late.size} consecutive logged steps, "
+                                      f"steps {a}-{b} (after the scaler's warm-up)",
+                              tag=tag, steps=(a, b), numbers={"consecutive": int(late.size)}),
+                          b, False))
             return
 
 
@@ -145,7 +148,7 @@ def _skipped_counter(skipped: pd.Series, starts: list[int], th: Any,
         return
     vals = s.to_numpy(dtype=float)
     inc = np.diff(vals, prepend=0.0) if bool(np.all(np.diff(vals) >= 0)) else vals
-    _skip_runs([int(x) for x in s.index], [bool(v > 0) for v in inc], starts, th,
+    _skip_runs(s.index.to_numpy(dtype=np.int64), inc > 0, starts, th,
                "steps were skipped", "skipped_steps", found)
 
 
@@ -162,26 +165,25 @@ def _grad_skips(loss: pd.Series, grad: pd.Series, starts: list[int], th: Any,
     gv = g.to_numpy(dtype="float64", na_value=np.nan)
     lv = loss.reindex(g.index).to_numpy(dtype="float64", na_value=np.nan)
     logged = g.index.isin(loss.index)
-    steps = [int(x) for x in g.index]
-    flags = [bool(not np.isfinite(a) and (np.isfinite(b) or not has))
-             for a, b, has in zip(gv, lv, logged, strict=True)]
+    steps = g.index.to_numpy(dtype=np.int64)
+    flags = ~np.isfinite(gv) & (np.isfinite(lv) | ~logged)
     width, benign = int(th["scaler_warmup_steps"]), set()
     recorded = False
     for run in _runs(steps, flags):
-        recovers = run[-1] != steps[-1]
-        short = len(run) < int(th["skip_run"]) and (recovers or len(run) == 1)
-        if short or (recovers and _warm(run[0], starts, width)):
-            benign.update(run)
+        n, first, recovers = int(run.size), int(run[0]), run[-1] != steps[-1]
+        short = n < int(th["skip_run"]) and (recovers or n == 1)
+        if short or (recovers and bool(_warm(run[:1], starts, width)[0])):
+            benign.update(int(x) for x in run)
         elif not recorded:
             recorded = True
             tail = "" if recovers else ", to the end of the log"
-            found.append((run[0], f"the grad norm was non-finite (skipped steps) on {len(run)} "
-                          f"consecutive logged steps from step {run[0]}{tail}", Evidence(
-                              summary=f"grad norm non-finite with a finite loss on {len(run)} "
-                                      f"consecutive logged steps, steps {run[0]}-{run[-1]}"
+            found.append((first, f"the grad norm was non-finite (skipped steps) on {n} "
+                          f"consecutive logged steps from step {first}{tail}", Evidence(
+                              summary=f"grad norm non-finite with a finite loss on {n} "
+                                      f"consecutive logged steps, steps {first}-{run[-1]}"
                                       f"{tail} (overflowing steps the scaler skipped)",
-                              tag="grad_norm", steps=(run[0], run[-1]),
-                              numbers={"consecutive": len(run)}), run[-1], False))
+                              tag="grad_norm", steps=(first, int(run[-1])),
+                              numbers={"consecutive": n}), int(run[-1]), False))
     return frozenset(benign)
 
 

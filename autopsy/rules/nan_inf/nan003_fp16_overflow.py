@@ -5,6 +5,7 @@ from __future__ import annotations
 from autopsy.model.finding import Family, Finding
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
+from autopsy.rules.nan_inf._causes import CAUSE_THRESHOLDS, blowup_cause
 from autopsy.rules.nan_inf._event import CLASSIFY_THRESHOLDS, classify
 from autopsy.rules.registry import rule
 
@@ -15,7 +16,7 @@ from autopsy.rules.registry import rule
     family=Family.NAN_INF,
     causes=("fp16_overflow",),
     requires=("config:fp16|config:mixed_precision|loss_scale|skipped_steps",),
-    thresholds=dict(CLASSIFY_THRESHOLDS),
+    thresholds={**CLASSIFY_THRESHOLDS, **CAUSE_THRESHOLDS},
 )
 def fp16_overflow(run: Run, ctx: RuleContext) -> Finding | None:
     """fp16 overflow: the loss scale collapsed, steps were skipped, or the loss is inf
@@ -41,31 +42,37 @@ def fp16_overflow(run: Run, ctx: RuleContext) -> Finding | None:
     How to fix:
         Train in bf16 (``bf16=True``, ``fp16=False``) on Ampere or newer GPUs: same
         range as fp32, no loss scaling. Otherwise lower the LR and set
-        ``max_grad_norm=1.0``, and keep softmax/normalisation in fp32.
+        ``max_grad_norm=1.0`` (the advice names the LR to use when it is high for the
+        run's regime), and keep softmax/normalisation in fp32.
 
     Evidence shown:
         The loss scale's maximum and minimum with the halvings between them, the runs
-        of skipped steps, the inf loss, the first non-finite step, and the ``fp16``
-        config entry with its source.
+        of skipped steps, the inf loss, the first non-finite step, the ``fp16``
+        config entry with its source, and the LR against the run's regime.
     """
     event = classify(run, ctx)
     if event is None or event.kind != "fp16_overflow":
         return None
     fp = event.fp16
-    shown = "; ".join(fp.reasons) or (
+    shown = "; ".join(fp.reasons[:2]) or (
         f"the {event.label} is {event.what} from step {event.step} and never recovers, which "
         "under a loss scaler means every step overflows")
     where = (f"The {event.label} is first {event.what} at step {event.step}. "
-             if event.what != "overflowing" and fp.reasons and event.step != fp.overflow_step
-             else "")
+             if event.what != "overflowing" and fp.reasons
+             and not any(f"step {event.step}" in r for r in fp.reasons[:2]) else "")
     hidden = (" The logged loss stays finite meanwhile (HF's logging_nan_inf_filter may hide a "
               "NaN loss)." if event.hidden else "")
+    onset = event.blowup.onset if event.blowup is not None else event.step
+    cause = blowup_cause(run, onset, ctx)
     advice = [
         "switch fp16 to bf16 (bf16=True, fp16=False) on Ampere or newer GPUs (A100, H100, "
         "RTX 30xx+): bf16 has fp32's range and needs no loss scaling",
-        "if bf16 is not available: lower the learning rate (2-3x) and set max_grad_norm=1.0",
+        *(cause.advice_for[c] for c in ("lr_too_high", "no_clipping") if c in cause.advice_for),
         "keep overflow-prone ops in fp32 (softmax, layer norm, the loss)",
     ]
+    if len(advice) == 2:
+        advice.insert(1, "if bf16 is not available: lower the learning rate (2-3x) and set "
+                         "max_grad_norm=1.0")
     if event.blowup is not None and event.blowup.spike is not None:
         sp = event.blowup.spike
         advice.insert(1, f"the grad norm spiked {sp.ratio:.3g}× at step {sp.step} before it: "
@@ -77,6 +84,6 @@ def fp16_overflow(run: Run, ctx: RuleContext) -> Finding | None:
         confidence=min(0.95, 0.55 + 0.1 * len(fp.reasons) + 0.15 * fp.from_config),
         cause="fp16_overflow",
         step=event.step,
-        evidence=[*event.evidence, *fp.evidence],
+        evidence=[*event.evidence, *fp.evidence, *cause.evidence[:1]],
         advice=advice,
     )
