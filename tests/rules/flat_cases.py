@@ -53,3 +53,13 @@ def label(name: str) -> dict[str, Any]:
     if not path.is_file():
         pytest.skip(f"no label file {path.name} yet")
     return json.loads(path.read_text())
+
+
+def assert_verdict_matches_label(name: str, code: str) -> None:
+    """The verdict on sample run ``name`` is ``code`` with the label's family, cause and step."""
+    run = sample(name)
+    truth = label(name)
+    v = diagnose(run).verdict
+    assert v.code == code
+    assert (v.family.value, v.cause, v.step) == (truth["family"], truth["cause"],
+                                                 truth["first_bad_step"])

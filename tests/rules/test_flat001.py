@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from flat_cases import codes, falling, noisy
+from flat_cases import assert_verdict_matches_label, codes, falling, noisy
 from runs import synthetic_run
 
 from autopsy.api import diagnose
@@ -58,3 +58,7 @@ def test_near_miss_loss_that_falls_to_zero_passes() -> None:
 def test_near_miss_too_few_points_passes() -> None:
     run = synthetic_run({"loss": [0.0] * 5, "grad_norm": [0.0] * 5})
     assert "FLAT001" not in codes(run)
+
+
+def test_fires_on_sample_labels_masked() -> None:
+    assert_verdict_matches_label("labels_masked", "FLAT001")

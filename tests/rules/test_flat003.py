@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flat_cases import codes, noisy
+from flat_cases import assert_verdict_matches_label, codes, noisy
 from runs import synthetic_run
 
 from autopsy.api import diagnose
@@ -67,3 +67,7 @@ def test_near_miss_sgd_lr_judged_on_the_sgd_range() -> None:
     run = synthetic_run({"loss": noisy(2.0, 40), "grad_norm": noisy(0.5, 40)},
                         config={"learning_rate": 1e-2, "optim": "sgd"})
     assert "FLAT003" not in codes(run)
+
+
+def test_fires_on_sample_lr_too_low_full_finetune() -> None:
+    assert_verdict_matches_label("lr_too_low_full_finetune", "FLAT003")

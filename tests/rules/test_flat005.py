@@ -44,7 +44,10 @@ def test_near_miss_late_plateau_passes() -> None:
 
 
 @pytest.mark.parametrize("name", ["healthy_hf_trainer", "overfitting_small_data",
-                                  "resumed_after_stop", "nan_after_grad_spike"])
+                                  "resumed_after_stop", "nan_after_grad_spike",
+                                  "loss_spikes_recover", "fp16_warmup_skips_healthy",
+                                  "diverging_finite", "nan_bad_batch", "hidden_nan_hf_filter",
+                                  "fp16_overflow_collapse"])
 def test_passes_on_sample_runs_that_learn(name: str) -> None:
     assert not any(c.startswith("FLAT") for c in codes(sample(name)))
 

@@ -11,9 +11,14 @@ each excluding the next:
 2. ``frozen_params``: grad norm logged, its median at most ``zero_grad_norm``;
 3. ``lr_too_low``: the peak LR below the bottom of the regime's range
    (:mod:`autopsy.rules.lr_regime`);
-4. ``chance_level``: the loss within ``chance_tol`` (relative) of ln(C) for C =
+4. ``frozen_params`` again, on weaker evidence: outside LoRA, a grad norm whose median
+   is at most ``tiny_grad_rel`` × the loss level. When the whole model (output layer
+   included) trains, the grad norm of a cross-entropy loss is typically 0.1-5× the loss
+   (largest at chance level, where p - y is largest); far below it, only a sliver of the
+   model is trainable. LoRA is excluded: its adapters are a sliver by design;
+5. ``chance_level``: the loss within ``chance_tol`` (relative) of ln(C) for C =
    ``num_labels`` or ``vocab_size``;
-5. ``None``: flat, cause not established (FLAT005).
+6. ``None``: flat, cause not established (FLAT005).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ FLAT_THRESHOLDS: dict[str, float | int] = {
     "zero_loss": 1e-7,
     "const_rel": 1e-6,
     "zero_grad_norm": 1e-8,
+    "tiny_grad_rel": 0.05,
     "chance_tol": 0.03,
     **REGIME_THRESHOLDS,
 }
@@ -208,7 +214,8 @@ def flat_loss(run: Run, t: Mapping[str, Any]) -> FlatLoss | None:
     lr, regime = peak_lr(run), lr_regime(run, t)
     chance = _chance(run, level, float(t["chance_tol"]))
     cause = _cause(zero=zero, constant=constant, grad=grad, lr=lr, regime=regime,
-                   chance=chance, zero_grad=float(t["zero_grad_norm"]))
+                   chance=chance, zero_grad=float(t["zero_grad_norm"]),
+                   tiny_grad=float(t["tiny_grad_rel"]) * abs(level))
     return FlatLoss(
         plateau=plateau, initial=initial, level=level, first_step=first, last_step=last,
         n=int(y.size), zero=zero, constant=constant, grad=grad, lr=lr,
@@ -217,7 +224,8 @@ def flat_loss(run: Run, t: Mapping[str, Any]) -> FlatLoss | None:
 
 
 def _cause(*, zero: bool, constant: bool, grad: Grad | None, lr: PeakLR | None,
-           regime: Regime, chance: Chance | None, zero_grad: float) -> str | None:
+           regime: Regime, chance: Chance | None, zero_grad: float,
+           tiny_grad: float) -> str | None:
     """The one cause the evidence supports, in the order of the module docstring."""
     grad_zero = grad is not None and grad.n > 0 and grad.median <= zero_grad
     grad_nan_only = grad is not None and grad.n == 0
@@ -229,6 +237,8 @@ def _cause(*, zero: bool, constant: bool, grad: Grad | None, lr: PeakLR | None,
         return "frozen_params"
     if lr is not None and lr.value < regime.low and not zero:
         return "lr_too_low"
+    if grad is not None and grad.n > 0 and grad.median <= tiny_grad and regime.name != "lora":
+        return "frozen_params"
     if chance is not None and not zero:
         return "chance_level"
     return None

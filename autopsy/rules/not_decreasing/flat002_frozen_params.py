@@ -23,8 +23,12 @@ def frozen_params(run: Run, ctx: RuleContext) -> Finding | None:
     What happened:
         The training loss stays near its initial value, varying from batch to batch
         as the data changes, while the logged gradient norm is zero (or vanishingly
-        small) throughout. The loss depends on the data but no weight receives a
-        gradient.
+        small) throughout: the loss depends on the data but no weight receives a
+        gradient. On weaker evidence, it also fires when the grad norm is tiny for the
+        loss (a few hundredths of it) in a run that is not LoRA, with an LR that is not
+        below the regime's range: only a sliver of the model is trainable (say one
+        LayerNorm left unfrozen). A model whose output layer trains has a grad norm of
+        typically 0.1-5× its cross-entropy loss, most of all at chance level.
 
     Why it happens:
         The parameters that matter have ``requires_grad=False``: the base model was
@@ -43,7 +47,10 @@ def frozen_params(run: Run, ctx: RuleContext) -> Finding | None:
         The flat loss (level, change, noise) and the grad norm's median and max over the
         window. Fires when the loss is flat near its initial value (at least
         ``min_points`` points) and the grad norm's median is at most ``zero_grad_norm``,
-        unless the loss is constant to ``const_rel`` (then FLAT001 explains it).
+        unless the loss is constant to ``const_rel`` (then FLAT001 explains it); or,
+        with lower confidence, when the median is at most ``tiny_grad_rel`` × the loss
+        level, the regime is not LoRA and the LR is not below the regime's range
+        (FLAT003); this comes before chance level (FLAT004).
     """
     flat = flat_loss(run, ctx.thresholds)
     if flat is None or flat.cause != "frozen_params" or flat.grad is None:
@@ -53,14 +60,25 @@ def frozen_params(run: Run, ctx: RuleContext) -> Finding | None:
     if grad is not None:
         evidence.append(grad)
     g = flat.grad
-    exact = g.max == 0.0
+    zero = g.median <= float(ctx["zero_grad_norm"])
+    if zero:
+        exact = g.max == 0.0
+        what = "exactly 0" if exact else f"at most {g.max:.3g}"
+        why = "no parameter is receiving a gradient, so nothing is trained"
+        confidence = 0.9 if exact else 0.8
+    else:
+        ratio = g.median / abs(flat.level)
+        what = (f"tiny for a {flat.regime.label} ({g.median:.3g}, {ratio:.1%} of the loss; "
+                f"a trainable model's is rarely below {float(ctx['tiny_grad_rel']):.0%})")
+        why = ("only a sliver of the model is receiving gradients, and the LR "
+               f"({flat.lr.value:.3g}) is in range" if flat.lr is not None else
+               "only a sliver of the model is receiving gradients")
+        confidence = 0.55
     return ctx.finding(
         message=f"The loss stays flat at {flat.level:.4g} (steps {flat.first_step}-"
-                f"{flat.last_step}) while the grad norm is "
-                f"{'exactly 0' if exact else f'at most {g.max:.3g}'}: no parameter is "
-                f"receiving a gradient, so nothing is trained.",
+                f"{flat.last_step}) while the grad norm is {what}: {why}.",
         severity=Severity.ERROR,
-        confidence=0.9 if exact else 0.8,
+        confidence=confidence,
         cause="frozen_params",
         step=flat.first_step,
         evidence=evidence,
