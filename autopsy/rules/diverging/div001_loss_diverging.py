@@ -51,9 +51,9 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
         up to the end of the run: either a sustained rise (for at least
         ``min_rise_points`` points the smoothed loss never came back near its best,
         and it ended at least ``min_rel_rise`` above it, and ``noise_k`` times the
-        point-to-point noise of log(loss), so that noisy runs need a clearer
-        rise), or an explosion by ``explode_ratio`` or more over the last
-        ``min_explode_points`` points. The loss is smoothed by a running median
+        point-to-point noise of log(loss) up to the minimum, so that noisy runs
+        need a clearer rise), or an explosion by ``explode_ratio`` or more over
+        the last ``min_explode_points`` points. The loss is smoothed by a running median
         over ``smooth_points`` points or 1/``smooth_fraction`` of the run. Every
         logged value is still finite; once the loss turns NaN/Inf, the NaN rules
         own the verdict and this rule stays silent.
@@ -74,8 +74,10 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
         began rather than continuing from a diverged state.
 
     Evidence shown:
-        The best (smoothed) loss and its step, the step where the rise begins,
-        the loss at the end and the rise factor, the Theil–Sen trend of log(loss)
+        The best (smoothed) loss and its step, the step where the rise begins
+        (the reported step: the first point above the best level after the
+        smoothed loss last sat within ``near_min`` or its noise of it, so a flat
+        floor before the rise does not count), the loss at the end and the rise factor, the Theil–Sen trend of log(loss)
         over the rise, where the rise starts in the LR schedule (when the LR was
         logged), and the clipping and warm-up settings with their source file.
     """
@@ -86,12 +88,12 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
     if len(values) < ctx["min_points"] or not (values > 0).all():
         return None  # too short, or a loss whose ratios mean nothing (zero or negative)
     logs = np.log(values)
-    noise = 1.4826 * float(np.median(np.abs(np.diff(logs)))) / math.sqrt(2)
     width = max(int(ctx["smooth_points"]), len(values) // int(ctx["smooth_fraction"]))
     sm = np.exp(pd.Series(logs).rolling(width, center=True, min_periods=1).median().to_numpy())
     steps = loss.index.to_numpy()
     best_i = int(np.argmin(sm))
     base = float(sm[best_i])
+    noise = _noise(logs[:best_i + width] if best_i + width >= 8 else logs)
     near = base * max(1 + ctx["near_min"], math.exp(2 * 1.25 * noise / math.sqrt(width)))
     last_near = best_i + int(np.flatnonzero(sm[best_i:] <= near)[-1])
     above = np.flatnonzero(values[last_near + 1:] > near)
@@ -157,6 +159,12 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
         step=start_step, evidence=evidence,
         advice=_advice(run, point, start_step, best_step, last_step, late),
     )
+
+
+def _noise(logs: np.ndarray) -> float:
+    """Robust point-to-point noise of log(loss), from second differences (trend-free)."""
+    d2 = logs[1:-1] - (logs[:-2] + logs[2:]) / 2
+    return 1.4826 * float(np.median(np.abs(d2))) / math.sqrt(1.5) if d2.size else 0.0
 
 
 def _advice(run: Run, point: SchedulePoint | None, start: int, best: int, last: int,

@@ -41,8 +41,8 @@ class _Event:
     requires=("loss",),
     thresholds={
         "window": 20,
-        "min_periods": 5,
-        "min_score": 8.0,
+        "min_periods": 10,
+        "min_score": 6.0,
         "min_ratio": 1.5,
         "recover_points": 5,
         "recover_tol": 0.2,
@@ -70,13 +70,15 @@ def loss_spikes(run: Run, ctx: RuleContext) -> Finding | None:
         A step that overshoots: the LR is high for the curvature the model has
         reached (spikes often sit at the end of the warm-up or at the peak LR), a
         large gradient goes through unclipped, or Adam's second-moment estimate is
-        stale for a rarely-updated parameter. Isolated spikes are often one bad or
-        unusual batch (very long, mislabelled, corrupted).
+        stale for a rarely-updated parameter. Spikes that are back at the very next
+        point come from the batch itself (corrupt, mislabelled, very long), not
+        from damaged weights: the cause is then ``bad_data``.
 
     How to fix:
         Clip gradients (``max_grad_norm=1.0``) if the run does not. If the spikes
         sit at the peak LR, lower the peak LR or lengthen the warm-up. If there
-        are one or two, inspect the batches at those steps. Spikes that repeat are
+        are one or two, or each lasts one point, inspect the batches at those
+        steps. Spikes that repeat are
         a warning sign for a later divergence.
 
     Evidence shown:
@@ -102,7 +104,9 @@ def loss_spikes(run: Run, ctx: RuleContext) -> Finding | None:
     at_peak = [e for e, p in zip(events, points, strict=True)
                if p is not None and p.phase in ("warmup", "peak", "restart")]
     isolated = len(events) <= ctx["max_isolated"]
-    cause = ("no_clipping" if clip is not None
+    one_point = all(e.points == 1 for e in events)  # back at once: the batch, not the weights
+    cause = ("bad_data" if one_point
+             else "no_clipping" if clip is not None
              else "lr_too_high" if len(at_peak) * 2 > len(events) and not isolated
              else "bad_data" if isolated else None)
     steps = ", ".join(str(e.first.step) for e in events[:listed])
@@ -113,7 +117,7 @@ def loss_spikes(run: Run, ctx: RuleContext) -> Finding | None:
     message = (f"The training loss spiked {times} {steps}{more}); the largest jump was "
                f"{worst.top.ratio:.3g}x its level, at step {worst.top.step}. The run survived, "
                f"but this is instability.")
-    advice = _advice(run, events, points, at_peak, isolated)
+    advice = _advice(run, events, points, at_peak, isolated, one_point)
     confidence = min(0.9, 0.5 + 0.1 * len(events) + 0.1 * (worst.top.ratio >= 3))
     return ctx.finding(message=message, severity=Severity.WARNING, confidence=confidence,
                        cause=cause, step=events[0].first.step, evidence=evidence, advice=advice)
@@ -173,8 +177,13 @@ def _event_evidence(event: _Event, point: SchedulePoint | None) -> Evidence:
 
 
 def _advice(run: Run, events: list[_Event], points: list[SchedulePoint | None],
-            at_peak: list[_Event], isolated: bool) -> list[str]:
+            at_peak: list[_Event], isolated: bool, one_point: bool) -> list[str]:
     """Concrete changes: clipping, the peak LR and warm-up, the batches to inspect."""
+    if one_point:
+        steps = ", ".join(str(e.first.step) for e in events)
+        return [f"the loss was back at the very next point after each spike: the batches, not "
+                f"the weights; inspect the batches at steps {steps} (corrupt or mislabelled "
+                f"samples, a bad shard, extreme lengths)"]
     advice = []
     if clipping_off(run) is not None:
         advice.append("clip gradients: max_grad_norm=1.0")
