@@ -77,9 +77,10 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
         The best (smoothed) loss and its step, the step where the rise begins
         (the reported step: the first point above the best level after the
         smoothed loss last sat within ``near_min`` or its noise of it, so a flat
-        floor before the rise does not count), the loss at the end and the rise factor, the Theil–Sen trend of log(loss)
-        over the rise, where the rise starts in the LR schedule (when the LR was
-        logged), and the clipping and warm-up settings with their source file.
+        floor before the rise does not count), the loss at the end and the rise
+        factor, the Theil–Sen trend of log(loss) over the rise, where the rise
+        starts in the LR schedule (when the LR was logged), and the clipping and
+        warm-up settings with their source file.
     """
     loss = run.series("loss").sort_index()
     if first_non_finite(loss) is not None or first_non_finite(run.series("grad_norm")) is not None:
