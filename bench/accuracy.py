@@ -240,11 +240,24 @@ def case_table(outcomes: list[Outcome], k: int) -> list[str]:
     return rows
 
 
+def revision() -> str:
+    """The autopsy source revision scored: short commit, ``+dirty`` with local changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                              capture_output=True, text=True, timeout=10, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "autopsy"], cwd=REPO,
+                               capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown revision"
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def render(outcomes: list[Outcome], k: int, command: str, seconds: float) -> str:
     """The whole Markdown report."""
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts: list[Iterable[str]] = [
-        [f"Command: `{command}` ({when}, {len(outcomes)} cases, {seconds:.1f}s)", ""],
+        [f"Command: `{command}` ({when}, autopsy at {revision()}, {len(outcomes)} cases, "
+         f"{seconds:.1f}s)", ""],
         ["### Overall", ""], summary_table(outcomes, k), [""],
         ["### Per family (verdict family vs label family)", ""], family_table(outcomes), [""],
         ["### Per case", ""], case_table(outcomes, k),
@@ -267,6 +280,8 @@ from what really happened (see [`sample_runs/README.md`](../sample_runs/README.m
   ±k logging intervals (healthy runs score when neither has a step).
 
 A run whose report is unusable (exit 2, a timeout, JSON that is not the report) is a miss.
+The labels' extra facts (`warnings` such as `loss-spikes`, spike steps, the resumed run's
+crash) are not scored yet.
 Regenerate the section below with `python bench/accuracy.py sample_runs --write
 docs/accuracy.md`; `bench/variants.py` makes fresh, untuned cases to score the same way.
 """

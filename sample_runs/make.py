@@ -1631,7 +1631,7 @@ RUNS: dict[str, RunSpec] = {
             conclusion=lambda lb: (
                 f"diverging / lr_too_high: rising from step {lb['first_bad_step']} (LR "
                 f"{lb['lr_at_first_bad']} on the way to {lb['lr_peak']}), "
-                f"{lb['rise_factor']}× its minimum by the end"
+                f"{lb['rise_factor']:.0f}× its minimum by the end"
             ),
         ),
         RunSpec(
@@ -1644,7 +1644,8 @@ RUNS: dict[str, RunSpec] = {
             check=_check_spikes,
             conclusion=lambda lb: (
                 f"healthy + warning loss-spikes at steps {lb['spike_steps']} "
-                f"({', '.join(f'{r}×' for r in lb['spike_ratio_to_median'])}), each recovered"
+                f"({', '.join(f'{r:.1f}×' for r in lb['spike_ratio_to_median'])} the median "
+                f"before), each recovered"
             ),
         ),
         RunSpec(
