@@ -80,6 +80,14 @@ def test_near_miss_passes_over_one_odd_batch() -> None:
     assert not _div002(synthetic_run({"loss": loss}))
 
 
+def test_near_miss_passes_when_the_loss_falls_to_a_logged_zero_with_a_nan_grad_norm() -> None:
+    """HF's NaN filter can log loss 0.0 once the grad norm is NaN: that is no recovery."""
+    loss = [3.3, 3.4, 3.7, 4.2, 3.9, 4.6, 3.5, 3.4, 3.6, 3.3, 3.5, 950.0, 3e4, 2e6] + [0.0] * 10
+    grad = [1.0] * 13 + [float("nan")] * 11
+    assert not _div002(synthetic_run({"loss": loss, "grad_norm": grad}))
+    assert not _div002(synthetic_run({"loss": loss}))
+
+
 @pytest.mark.parametrize("sigma", [0.01, 0.05, 0.1, 0.3])
 @pytest.mark.parametrize("seed", range(10))
 def test_near_miss_passes_over_a_noisy_healthy_decay(sigma: float, seed: int) -> None:

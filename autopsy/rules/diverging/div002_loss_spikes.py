@@ -20,7 +20,7 @@ from autopsy.rules.diverging._shared import (
     total_steps,
 )
 from autopsy.rules.registry import rule
-from autopsy.signals import Spike, find_spikes, spike_scores
+from autopsy.signals import Spike, find_spikes, first_non_finite, spike_scores
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,8 @@ def loss_spikes(run: Run, ctx: RuleContext) -> Finding | None:
         ``single_point_ratio``: one odd batch is ordinary noise. The run
         survived, so this is a warning, not a failure; a spike that does not come
         back is a divergence (DIV001), and one that ends in NaN is for the NaN
-        rules.
+        rules (the points from the first NaN/Inf in the loss or the grad norm on
+        are not looked at).
 
     Why it happens:
         A step that overshoots: the LR is high for the curvature the model has
@@ -88,6 +89,10 @@ def loss_spikes(run: Run, ctx: RuleContext) -> Finding | None:
         its source file.
     """
     loss = run.series("loss").sort_index()
+    bad = [b for b in (first_non_finite(loss), first_non_finite(run.series("grad_norm")))
+           if b is not None]
+    if bad:  # what follows a NaN/Inf (or an HF-filtered 0.0 loss) is no recovery
+        loss = loss[loss.index < min(bad)]
     events = _events(loss, ctx)
     if not events:
         return None
@@ -145,7 +150,7 @@ def _events(loss: pd.Series, ctx: RuleContext) -> list[_Event]:
             continue
         level = spike.baseline * (1 + ctx["recover_tol"])
         later = values[i + 1:i + 1 + int(ctx["recover_points"])]
-        back = np.flatnonzero(later <= level)
+        back = np.flatnonzero((later <= level) & (later > 0))  # a logged 0.0 is no recovery
         if not back.size:
             until = len(values)  # did not recover: not a spike that recovers
             continue
