@@ -105,8 +105,8 @@ def lr_regime(run: Run, thresholds: Mapping[str, Any]) -> Regime:
         return Regime("sgd", "SGD training", float(thresholds["sgd_lr_low"]),
                       float(thresholds["sgd_lr_high"]),
                       f"optim={optim.value} from {optim.source}", optim.source)
-    basis = ("no adapter config found, so assumed full fine-tuning with an Adam-family "
-             "optimizer (a pre-training run from scratch typically uses 1e-4..1e-3)")
+    basis = ("no adapter config found, so full fine-tuning with an Adam-family optimizer "
+             "is assumed; a pre-training run from scratch typically uses 1e-4..1e-3")
     return Regime("full", "full fine-tuning", float(thresholds["full_lr_low"]),
                   float(thresholds["full_lr_high"]), basis, None)
 

@@ -18,7 +18,7 @@ from autopsy.rules.registry import rule
     thresholds=FLAT_THRESHOLDS,
 )
 def frozen_params(run: Run, ctx: RuleContext) -> Finding | None:
-    """The loss is flat and the gradient norm is zero: no parameter is trained.
+    """The loss is flat and the gradient norm is zero or tiny: (almost) nothing is trained.
 
     What happened:
         The training loss stays near its initial value, varying from batch to batch
