@@ -118,3 +118,34 @@ NAN_CODES = ("NAN001", "NAN002", "NAN003", "NAN005")
 def nan_explanations(findings: Any) -> list[Any]:
     """The verdict-grade NaN/Inf findings (one per event, by design)."""
     return [f for f in findings if f.code in NAN_CODES]
+
+
+def grad_scaler(n: int, *, level: float, growth: int, seed: int,
+                collapse_at: int | None = None) -> dict[str, list[float]]:
+    """Simulate a dynamic loss scaler, as torch's GradScaler runs it.
+
+    A step overflows when the scale exceeds a noisy ``level`` (the largest scale the
+    gradients tolerate); the scaler then halves the scale and skips the step, and doubles
+    it after ``growth`` good steps. From ``collapse_at`` on the gradients double every step,
+    so every step overflows. Returns ``loss``, ``loss_scale``, ``skipped_steps`` (cumulative)
+    and ``grad_norm`` (inf on skipped steps, as the HF Trainer logs it).
+    """
+    rng = np.random.default_rng(seed)
+    scale, skipped, good = 65536.0, 0, 0
+    out: dict[str, list[float]] = {"loss": [], "loss_scale": [], "skipped_steps": [],
+                                   "grad_norm": []}
+    for i in range(n):
+        limit = level * float(np.exp(0.5 * rng.standard_normal()))
+        if collapse_at is not None and i >= collapse_at:
+            limit = level * 2.0 ** -(i - collapse_at)
+        if scale > limit:
+            scale, skipped, good = scale / 2, skipped + 1, 0
+            out["grad_norm"].append(INF)
+        else:
+            good += 1
+            scale *= 2 if good % growth == 0 else 1
+            out["grad_norm"].append(float(np.exp(0.3 * rng.standard_normal())))
+        out["loss_scale"].append(scale)
+        out["skipped_steps"].append(float(skipped))
+        out["loss"].append(2.0 + 0.1 * float(rng.standard_normal()))
+    return out

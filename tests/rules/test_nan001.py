@@ -94,6 +94,15 @@ def test_near_miss_passes_a_spike_that_recovered_long_before() -> None:
     assert d.verdict.code == "NAN002"
 
 
+def test_near_miss_passes_a_spike_the_grad_norm_came_back_from() -> None:
+    loss, grad = noisy(100, 3.0, 1.0, 0.03, 0), flat_grad(100, 1.0, 1)
+    grad[76] = 20.0  # three points before the NaN, then back to normal
+    for i in range(79, 100):
+        loss[i] = grad[i] = NAN
+    d = diagnose(synthetic_run({"loss": loss, "grad_norm": grad}))
+    assert d.verdict.code == "NAN002"
+
+
 def test_one_nan_finding_explains_the_event() -> None:
     for run in (sample("nan_after_grad_spike"), blowup_run(), blowup_run(grad=False)):
         found = nan_explanations(diagnose(run).findings)

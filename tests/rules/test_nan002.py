@@ -32,6 +32,7 @@ def test_fires_with_a_logging_interval_and_names_the_window() -> None:
     assert d.verdict.step == 700
     finding = next(f for f in d.findings if f.code == "NAN002")
     assert "steps 691-700" in finding.advice[0] and "step 690" in finding.advice[0]
+    assert "cannot be ruled out" in finding.message
 
 
 def test_fires_when_only_the_grad_norm_goes_nan_first() -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from nan_runs import (
     INF,
     NAN,
     blowup_run,
     flat_grad,
     fp16_scale,
+    grad_scaler,
     label,
     label_causes,
     noisy,
@@ -129,3 +131,30 @@ def test_near_miss_passes_nan_without_fp16() -> None:
     loss[150:] = [NAN] * 50
     run = synthetic_run({"loss": loss, "grad_norm": flat_grad(N, 1.0, 1)}, config={"fp16": False})
     assert all(f.code != "NAN003" for f in diagnose(run).findings)
+
+
+LAYOUTS = ("loss_scale", "skipped_steps", "grad_norm")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(("level", "growth", "seed"), [(2.0**10, 2000, 14), (2.0**5, 1000, 15),
+                                                        (2.0**14, 200, 3)])
+def test_near_miss_passes_a_simulated_healthy_scaler(layout: str, level: float, growth: int,
+                                                     seed: int) -> None:
+    sim = grad_scaler(3000, level=level, growth=growth, seed=seed)
+    for every in (1, 10):
+        steps = list(range(every, 3001, every))
+        series = {k: sim[k][every - 1 :: every] for k in ("loss", layout)}
+        run = synthetic_run(series, steps=steps, config={"fp16": True})
+        assert all(not f.code.startswith("NAN") for f in diagnose(run).findings)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("every", [1, 10])
+def test_fires_on_a_simulated_scaler_collapse(layout: str, every: int) -> None:
+    sim = grad_scaler(3000, level=2.0**10, growth=2000, seed=0, collapse_at=2000)
+    steps = list(range(every, 3001, every))
+    series = {k: sim[k][every - 1 :: every] for k in ("loss", layout)}
+    d = diagnose(synthetic_run(series, steps=steps, config={"fp16": True}))
+    assert (d.verdict.code, d.verdict.cause) == ("NAN003", "fp16_overflow")
+    assert 2000 < d.verdict.step <= 2020  # the scale sat a few halvings below the limit

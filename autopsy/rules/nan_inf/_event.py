@@ -123,6 +123,9 @@ def _grad_spike(grad: pd.Series, step: int, th: Any) -> tuple[Spike, Spike] | No
     while i > 0 and steps[i - 1] in hits:
         i -= 1
     chain = [hits[st] for st in steps[i:] if st in hits]
+    # a spike the grad norm came back down from is not what the NaN grew out of
+    if float(fin.iloc[-1]) < float(th["spike_ratio"]) * chain[0].baseline:
+        return None
     return chain[0], max(chain, key=lambda s: s.value)
 
 

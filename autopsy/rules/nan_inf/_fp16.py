@@ -4,8 +4,11 @@ A dynamic loss scaler (torch ``GradScaler``, DeepSpeed, Megatron) starts high (2
 halves the scale and skips the step on every overflow, and grows it back slowly. In the
 first steps it overflows several times in a row while it finds its scale: normal. After
 that an occasional isolated skip is normal too. An overflow is a *collapse*: the scale
-reaching ``min_scale``, falling ``collapse_halvings`` halvings below its maximum after the
-warm-up, or skips on ``skip_run`` consecutive logged points after the warm-up.
+reaching ``min_scale``, falling ``collapse_halvings`` halvings below its running maximum
+after the warm-up, or ``skip_run`` consecutive skipped steps after the warm-up: drops of a logged
+scale on adjacent steps, or logging intervals of a skipped-steps counter in which at least
+half the steps were skipped (so that sparse logging of a healthy run's rare overflows never
+adds up to a run; a collapse logged sparsely still shows in the scale's fall).
 
 The HF Trainer logs no loss scale: a skipped step shows as a non-finite ``grad_norm``
 next to a finite loss, and the same rules apply to those points.
@@ -76,12 +79,12 @@ def _warm(steps: np.ndarray, starts: list[int], width: int) -> np.ndarray:
     return out
 
 
-def _runs(steps: np.ndarray, flags: np.ndarray) -> list[np.ndarray]:
-    """Maximal runs of consecutive logged points whose flag is set (their steps)."""
+def _runs(flags: np.ndarray) -> list[np.ndarray]:
+    """Maximal runs of consecutive logged points whose flag is set (their positions)."""
     idx = np.flatnonzero(flags)
     if not idx.size:
         return []
-    return [steps[g] for g in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1)]
+    return np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1)
 
 
 def _scale_findings(scale: pd.Series, starts: list[int], th: Any,
@@ -94,62 +97,79 @@ def _scale_findings(scale: pd.Series, starts: list[int], th: Any,
     steps = s.index.to_numpy(dtype=np.int64)
     vals = s.to_numpy(dtype=float)
     smax, smin = float(vals.max()), float(vals.min())
-    low = int(np.argmin(vals))
-    min_step = int(steps[low])
-    halvings = math.log2(smax / smin)
     width = int(th["scaler_warmup_steps"])
-    warm = bool(_warm(steps[low : low + 1], starts, width)[0])
+    post = np.flatnonzero(~_warm(steps, starts, width))
     floor = smin <= float(th["min_scale"]) < smax
-    if floor or (halvings >= float(th["collapse_halvings"]) and not warm):
-        if floor:  # where the scale first reached the floor
-            start = int(steps[int(np.flatnonzero(vals <= float(th["min_scale"]))[0])])
-            more = f", at or below {float(th['min_scale']):g} from step {start}"
-        else:  # the first drop after the warm-up on the way down to the minimum
-            rises = np.flatnonzero(vals[1 : low + 1] > vals[:low])
-            top = int(rises[-1]) + 1 if rises.size else 0
-            falls = np.flatnonzero((vals[top + 1 :] < vals[top:-1])
-                                   & ~_warm(steps[top + 1 :], starts, width))
-            start = int(steps[top + 1 + falls[0]]) if falls.size else min_step
-            more = f", falling from step {start}"
-        found.append((start, f"the loss scale fell from {smax:g} to {smin:g} "
-                      f"({halvings:.0f} halvings) by step {min_step}{more}", Evidence(
+    fall = 0.0
+    if post.size:  # the deepest fall below the running maximum after the warm-up
+        pv = np.log2(vals[post])
+        depth = np.maximum.accumulate(pv) - pv
+        worst = int(np.argmax(depth))
+        fall = float(depth[worst])
+        top = int(post[int(np.argmax(pv[: worst + 1]))])
+        low = int(post[worst])
+    if floor:  # where the scale first reached the floor
+        low = int(np.flatnonzero(vals <= float(th["min_scale"]))[0])
+        start = int(steps[low])
+        more = f", at or below {float(th['min_scale']):g} from step {start}"
+    elif fall >= float(th["collapse_halvings"]):
+        falls = np.flatnonzero(vals[top + 1 : low + 1] < vals[top:low])
+        start = int(steps[top + 1 + falls[0]]) if falls.size else int(steps[low])
+        more = f" after the warm-up, {fall:.0f} halvings below its level at step {steps[top]}"
+    else:
+        start = -1
+    if start >= 0:
+        halvings = math.log2(smax / smin)
+        min_step = int(steps[int(np.argmin(vals))])
+        found.append((start, f"the loss scale fell from {smax:g} to {smin:g} by step "
+                      f"{min_step}{more}", Evidence(
                           summary=f"loss scale fell from {smax:g} to {smin:g} "
                                   f"({halvings:.1f} halvings) by step {min_step}{more}",
                           tag="loss_scale", steps=(start, min_step),
                           numbers={"max": smax, "min": smin, "halvings": halvings,
-                                   "collapse_step": start}),
+                                   "fall_after_warmup": fall, "collapse_step": start}),
                       int(steps[-1]), True))
-    drops = np.r_[False, vals[1:] < vals[:-1]]
+    # drops on adjacent steps only: sparse logging of a healthy scaler's rare overflows
+    # must not look like a run (a sparse-logged collapse shows in the fall itself)
+    drops = np.r_[False, (vals[1:] < vals[:-1]) & (np.diff(steps) == 1)]
     _skip_runs(steps, drops, starts, th, "loss scale dropped", "loss_scale", found)
 
 
 def _skip_runs(steps: np.ndarray, flags: np.ndarray, starts: list[int], th: Any, what: str,
-               tag: str, found: list[Found]) -> None:
-    """Runs of ``skip_run`` or more flagged points after the warm-up."""
+               tag: str, found: list[Found], counts: np.ndarray | None = None) -> None:
+    """The first run of flagged points after the warm-up that skips ``skip_run`` steps.
+
+    ``counts`` is the number of skipped steps each point stands for (default 1).
+    """
     width = int(th["scaler_warmup_steps"])
-    for run in _runs(steps, flags):
-        late = run[~_warm(run, starts, width)]
-        if late.size >= int(th["skip_run"]):
-            a, b = int(late[0]), int(late[-1])
-            found.append((a, f"{what} on {late.size} consecutive logged steps from step {a}",
-                          Evidence(
-                              summary=f"{what} on {late.size} consecutive logged steps, "
-                                      f"steps {a}-{b} (after the scaler's warm-up)",
-                              tag=tag, steps=(a, b), numbers={"consecutive": int(late.size)}),
-                          b, False))
+    for run in _runs(flags):
+        late = run[~_warm(steps[run], starts, width)]
+        n = int(late.size if counts is None else counts[late].sum())
+        if late.size and n >= int(th["skip_run"]):
+            a, b = int(steps[late[0]]), int(steps[late[-1]])
+            found.append((a, f"{what} on {n} consecutive steps from step {a}", Evidence(
+                summary=f"{what} on {n} consecutive steps, steps {a}-{b} (after the "
+                        f"scaler's warm-up)",
+                tag=tag, steps=(a, b), numbers={"consecutive": n}), b, False))
             return
 
 
 def _skipped_counter(skipped: pd.Series, starts: list[int], th: Any,
                      found: list[Found]) -> None:
-    """Skipped-step counts: cumulative (non-decreasing) or per logging interval."""
+    """Skipped-step counts, cumulative (non-decreasing) or per logging interval.
+
+    A point is flagged when at least half the steps of its logging interval were skipped,
+    so that sparse logging of a healthy run's rare skips does not add up to a run.
+    """
     s = _finite(skipped)
     if len(s) < 2:
         return
     vals = s.to_numpy(dtype=float)
+    steps = s.index.to_numpy(dtype=np.int64)
     inc = np.diff(vals, prepend=0.0) if bool(np.all(np.diff(vals) >= 0)) else vals
-    _skip_runs(s.index.to_numpy(dtype=np.int64), inc > 0, starts, th,
-               "steps were skipped", "skipped_steps", found)
+    gap = np.diff(steps, prepend=steps[0] - 1)
+    _skip_runs(steps, (inc > 0) & (2 * inc >= gap), starts, th, "steps were skipped",
+               "skipped_steps", found, counts=inc)
 
 
 def _grad_skips(loss: pd.Series, grad: pd.Series, starts: list[int], th: Any,
@@ -169,7 +189,8 @@ def _grad_skips(loss: pd.Series, grad: pd.Series, starts: list[int], th: Any,
     flags = ~np.isfinite(gv) & (np.isfinite(lv) | ~logged)
     width, benign = int(th["scaler_warmup_steps"]), set()
     recorded = False
-    for run in _runs(steps, flags):
+    for pos in _runs(flags):
+        run = steps[pos]
         n, first, recovers = int(run.size), int(run[0]), run[-1] != steps[-1]
         short = n < int(th["skip_run"]) and (recovers or n == 1)
         if short or (recovers and bool(_warm(run[:1], starts, width)[0])):

@@ -59,6 +59,8 @@ def nan_after_blowup(run: Run, ctx: RuleContext) -> Finding | None:
         robust score) and/or the loss explosion, the LR at the blow-up against the
         reconstructed schedule's peak, and the config entries for warm-up and clipping
         with the file they came from.
+        The NaN/Inf rules share one classification of the event (the spike, explosion,
+        fp16 and recovery thresholds): override those on every NAN rule alike.
     """
     event = classify(run, ctx)
     if event is None or event.kind != "blowup" or event.blowup is None:

@@ -41,7 +41,11 @@ def nan_bad_batch(run: Run, ctx: RuleContext) -> Finding | None:
 
     Evidence shown:
         The first non-finite step and how many points followed it, and the grad norm's
-        median and last value before it.
+        median and last value before it. With sparse logging (a point every N steps) a
+        blow-up inside the last interval leaves no trace; the message says so and the
+        confidence is lower.
+        The NaN/Inf rules share one classification of the event (the spike, explosion,
+        fp16 and recovery thresholds): override those on every NAN rule alike.
     """
     event = classify(run, ctx)
     if event is None or event.kind != "bad_data":
@@ -64,13 +68,16 @@ def nan_bad_batch(run: Run, ctx: RuleContext) -> Finding | None:
     ]
     if event.fp16.active:
         advice.append("under fp16 an activation can overflow (max 65504): try bf16=True")
+    gap = event.step - event.prev_step if event.prev_step is not None else 1
+    caveat = (f" With a point every {gap} steps, a blow-up inside the last interval cannot be "
+              "ruled out." if gap > 1 else "")
     return ctx.finding(
         message=f"The {event.label} went {event.what} at step {event.step} with a flat grad "
                 f"norm before it (median {event.grad_median:.3g}, last {event.grad_last:.3g})"
                 f": a bad batch or a numerics bug, not an optimisation blow-up. Inspect the "
-                f"batch at step {event.step}{event.interval_note}.{hidden}",
+                f"batch at step {event.step}{event.interval_note}.{caveat}{hidden}",
         severity=event.severity,
-        confidence=0.5 + 0.3 * min(1.0, event.grad_points / 20),
+        confidence=(0.5 + 0.3 * min(1.0, event.grad_points / 20)) * (0.8 if gap > 1 else 1.0),
         cause="bad_data",
         step=event.step,
         evidence=[*event.evidence, flat],

@@ -49,6 +49,8 @@ def fp16_overflow(run: Run, ctx: RuleContext) -> Finding | None:
         The loss scale's maximum and minimum with the halvings between them, the runs
         of skipped steps, the inf loss, the first non-finite step, the ``fp16``
         config entry with its source, and the LR against the run's regime.
+        The NaN/Inf rules share one classification of the event (the spike, explosion,
+        fp16 and recovery thresholds): override those on every NAN rule alike.
     """
     event = classify(run, ctx)
     if event is None or event.kind != "fp16_overflow":

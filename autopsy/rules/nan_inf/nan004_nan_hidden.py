@@ -63,6 +63,8 @@ def nan_hidden_in_loss(run: Run, ctx: RuleContext) -> Finding | None:
     Evidence shown:
         The steps with a non-finite grad norm and what the loss shows there, and the
         ``logging_nan_inf_filter`` config entry when the run has it.
+        The NaN/Inf rules share one classification of the event (the spike, explosion,
+        fp16 and recovery thresholds): override those on every NAN rule alike.
     """
     event = classify(run, ctx)
     if event is None or not event.hidden or event.kind == "fp16_overflow":

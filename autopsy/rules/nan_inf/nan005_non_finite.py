@@ -52,6 +52,8 @@ def non_finite_values(run: Run, ctx: RuleContext) -> Finding | None:
     Evidence shown:
         The first non-finite step and how many points followed it, and the config
         entries that make a NaN more likely.
+        The NaN/Inf rules share one classification of the event (the spike, explosion,
+        fp16 and recovery thresholds): override those on every NAN rule alike.
     """
     event = classify(run, ctx)
     if event is None or event.kind != "unexplained":
