@@ -31,3 +31,19 @@ def test_near_miss_passes_when_grad_norm_has_a_nan() -> None:
 def test_too_few_points_is_unknown_not_healthy() -> None:
     run = synthetic_run({"loss": [2.0, 1.5, 1.0]})
     assert diagnose(run).verdict.family is Family.UNKNOWN
+
+
+def test_fires_through_a_few_fp16_scaler_warmup_skips() -> None:
+    loss = [2.0 / (1 + 0.1 * i) for i in range(30)]
+    grad = [float("inf")] * 3 + [1.0] * 27
+    scale = [65536.0, 32768.0, 16384.0] + [8192.0] * 27
+    d = diagnose(synthetic_run({"loss": loss, "grad_norm": grad, "loss_scale": scale}))
+    assert d.verdict.family is Family.HEALTHY
+    assert any("overflow-skipped" in e.summary for e in d.findings[0].evidence)
+
+
+def test_near_miss_passes_over_many_skips_even_with_a_scaler() -> None:
+    loss = [2.0 / (1 + 0.1 * i) for i in range(30)]
+    grad = [float("inf")] * 12 + [1.0] * 18
+    run = synthetic_run({"loss": loss, "grad_norm": grad, "loss_scale": [1.0] * 30})
+    assert all(f.code != "HLT001" for f in diagnose(run).findings)

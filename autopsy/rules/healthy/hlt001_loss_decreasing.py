@@ -15,14 +15,16 @@ from autopsy.rules.registry import rule
     name="loss-decreasing",
     family=Family.HEALTHY,
     requires=("loss",),
-    thresholds={"min_points": 8, "min_drop": 0.05},
+    thresholds={"min_points": 8, "min_drop": 0.05, "max_overflow_skips": 10},
 )
 def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
     """The training loss is finite throughout and fell over the run.
 
     What happened:
-        Every logged training loss (and grad norm, when logged) is finite, and the
-        loss at the end of the run is clearly lower than at its start. Unless
+        Every logged training loss is finite, and so is every grad norm but for a
+        few overflow-skipped steps of an fp16 run (at most ``max_overflow_skips``,
+        while the loss scaler finds its scale), and the loss at the end of the run
+        is clearly lower than at its start. Unless
         another rule reports a failure, this is what lets the verdict say
         "healthy" rather than "could not decide".
 
@@ -36,7 +38,8 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
 
     Evidence shown:
         The loss at the start and at the end (medians of the first and last
-        quarters of the logged points), the number of points and the step range.
+        quarters of the logged points), the number of points and the step range,
+        and the number of overflow-skipped steps when there were some.
         It vouches only with at least ``min_points`` finite points and a relative
         drop of at least ``min_drop``.
     """
@@ -45,7 +48,8 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
     if len(values) < ctx["min_points"] or not np.isfinite(values).all():
         return None
     grad = run.series("grad_norm").to_numpy(dtype=float)
-    if len(grad) and not np.isfinite(grad).all():
+    bad_grads = int((~np.isfinite(grad)).sum())
+    if bad_grads and not (run.has("loss_scale") and bad_grads <= ctx["max_overflow_skips"]):
         return None
     quarter = max(1, len(values) // 4)
     start = float(np.median(values[:quarter]))
@@ -61,6 +65,12 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
         tag="loss", steps=(first, last),
         numbers={"start": start, "end": end, "points": len(values)},
     )]
+    if bad_grads:
+        evidence.append(Evidence(
+            summary=f"{bad_grads} overflow-skipped steps (non-finite grad norm) while the "
+                    "fp16 loss scaler found its scale: normal",
+            tag="grad_norm", numbers={"skipped": bad_grads},
+        ))
     eval_loss = run.series("eval_loss").to_numpy(dtype=float)
     if len(eval_loss) >= 2 and np.isfinite(eval_loss).all():
         evidence.append(Evidence(
