@@ -80,8 +80,8 @@ def render_analysis(run: Run, diagnosis: Diagnosis, out: IO[str], *, verbose: bo
         console.print(f"[bold]Other findings[/bold] ({len(others)})")
         for f in others[:MAX_OTHERS]:
             step = f" at step {f.step}" if f.step is not None else ""
-            console.print(f"  {f.code} [{f.severity.value}] {_esc(f.title)}{step}: "
-                          f"{_esc(f.message)}")
+            console.print(f"  {f.code} {_esc('[' + f.severity.value + ']')} "
+                          f"{_esc(f.title.rstrip('.'))}{step}: {_esc(f.message)}")
             if verbose:
                 _evidence_lines(console, f, indent="      ")
                 for item in f.advice:
