@@ -116,7 +116,9 @@ REG = load_rules()
 def test_set_overrides_and_coerces() -> None:
     s = load_settings(REG, sets=["HLT001.min_points=20", "hlt001.min_drop=0.5"],
                       search_from=Path("/"))
-    assert s.thresholds(REG["HLT001"]) == {"min_points": 20, "min_drop": 0.5}
+    got = s.thresholds(REG["HLT001"])
+    assert (got["min_points"], got["min_drop"]) == (20, 0.5)
+    assert isinstance(got["min_points"], int) and isinstance(got["min_drop"], float)
 
 
 @pytest.mark.parametrize("item, message", [
@@ -139,7 +141,8 @@ def test_pyproject_table_is_read_and_cli_wins(tmp_path: Path) -> None:
     sub.mkdir(parents=True)
     s = load_settings(REG, sets=["HLT001.min_drop=0.3"], search_from=sub)
     assert s.source == str(tmp_path / "pyproject.toml")
-    assert s.thresholds(REG["HLT001"]) == {"min_points": 11, "min_drop": 0.3}
+    got = s.thresholds(REG["HLT001"])
+    assert (got["min_points"], got["min_drop"]) == (11, 0.3)
     assert not s.selected(REG["HLT001"])
 
 
