@@ -61,7 +61,8 @@ def nan_bad_batch(run: Run, ctx: RuleContext) -> Finding | None:
                  "points": event.grad_points})
     advice = [
         f"inspect the batch at step {event.step}{event.interval_note}: sequence lengths "
-        "(empty ones), labels (all -100, or ids out of range), inputs (NaN, extreme values)",
+        "(empty ones), labels (all -100, or ids out of range), inputs (NaN/Inf, extreme "
+        "values)",
         f"re-run step {event.step} with torch.autograd.set_detect_anomaly(True) to find the "
         "operation that produced the NaN",
         "guard custom loss code: clamp before log, avoid dividing by a count that can be 0",
@@ -72,8 +73,8 @@ def nan_bad_batch(run: Run, ctx: RuleContext) -> Finding | None:
     caveat = (f" With a point every {gap} steps, a blow-up inside the last interval cannot be "
               "ruled out." if gap > 1 else "")
     return ctx.finding(
-        message=f"The {event.label} went {event.what} at step {event.step} with a flat grad "
-                f"norm before it (median {event.grad_median:.3g}, last {event.grad_last:.3g})"
+        message=f"The {event.label} went {event.what} at step {event.step} out of a flat grad "
+                f"norm (median {event.grad_median:.3g}, last {event.grad_last:.3g})"
                 f": a bad batch or a numerics bug, not an optimisation blow-up. Inspect the "
                 f"batch at step {event.step}{event.interval_note}.{caveat}{hidden}",
         severity=event.severity,
