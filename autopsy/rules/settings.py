@@ -10,7 +10,10 @@ from the current directory upwards that has a ``[tool.autopsy]`` table)::
     [tool.autopsy.rules.NAN001]
     spike_ratio = 20
 
-On the command line, ``--set NAN001.spike_ratio=20`` wins over the file.
+On the command line, ``--set NAN001.spike_ratio=20`` wins over the file. A code
+prefix or a family sets the threshold on every matching rule that has it
+(``--set NAN.spike_ratio=20``, ``[tool.autopsy.rules.nan_inf]``): rules of one family
+that classify an event together should be tuned together.
 Unknown keys, codes and threshold names are errors, never silently ignored.
 """
 
@@ -23,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from autopsy.errors import UsageError
-from autopsy.rules.registry import RuleSpec, ThresholdValue
+from autopsy.rules.registry import CODE_RE, RuleSpec, ThresholdValue
 
 #: Keys allowed in ``[tool.autopsy]``.
 TOP_LEVEL_KEYS = frozenset({"select", "ignore", "rules"})
@@ -94,13 +97,23 @@ def _check_selectors(items: Iterable[str], registry: Mapping[str, RuleSpec], wha
 
 def _add_override(out: dict[str, dict[str, ThresholdValue]], registry: Mapping[str, RuleSpec],
                   code: str, name: str, raw: Any) -> None:
+    """Set ``name`` on rule ``code``; a prefix (``NAN``) or family sets every rule having it."""
     spec = registry.get(code.upper())
-    if spec is None:
+    if spec is not None:
+        if name not in spec.thresholds:
+            known = ", ".join(sorted(spec.thresholds)) or "none"
+            raise UsageError(f"{spec.code} has no threshold {name!r} (it has: {known})")
+        out.setdefault(spec.code, {})[name] = _coerce(spec.code, name, spec.thresholds[name],
+                                                      raw)
+        return
+    group = [s for s in registry.values() if _matches(s, code) and not CODE_RE.match(code)]
+    if not group:
         raise UsageError(f"unknown rule code {code!r} (see `autopsy rules`)")
-    if name not in spec.thresholds:
-        known = ", ".join(sorted(spec.thresholds)) or "none"
-        raise UsageError(f"{spec.code} has no threshold {name!r} (it has: {known})")
-    out.setdefault(spec.code, {})[name] = _coerce(spec.code, name, spec.thresholds[name], raw)
+    having = [s for s in group if name in s.thresholds]
+    if not having:
+        raise UsageError(f"no rule matching {code!r} has a threshold {name!r}")
+    for s in having:
+        out.setdefault(s.code, {})[name] = _coerce(s.code, name, s.thresholds[name], raw)
 
 
 def parse_set(items: Iterable[str]) -> list[tuple[str, str, str]]:

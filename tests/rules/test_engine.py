@@ -165,3 +165,14 @@ def test_select_by_code_prefix_family_or_name() -> None:
     for selector in ("HLT001", "HLT", "healthy", "loss-decreasing"):
         assert Settings(select=(selector,)).selected(spec)
     assert not Settings(select=("NAN",)).selected(spec)
+
+
+def test_a_prefix_or_family_sets_every_rule_that_has_the_threshold() -> None:
+    nan = [c for c, s in REG.items() if c.startswith("NAN") and "spike_ratio" in s.thresholds]
+    assert len(nan) >= 2
+    s = load_settings(REG, sets=["NAN.spike_ratio=9"], search_from=Path("/"))
+    assert all(s.thresholds(REG[c])["spike_ratio"] == 9.0 for c in nan)
+    fam = load_settings(REG, sets=["nan_inf.spike_ratio=7"], search_from=Path("/"))
+    assert all(fam.thresholds(REG[c])["spike_ratio"] == 7.0 for c in nan)
+    with pytest.raises(UsageError, match="has a threshold"):
+        load_settings(REG, sets=["NAN.nope=1"], search_from=Path("/"))
