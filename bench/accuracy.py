@@ -265,6 +265,20 @@ def render(outcomes: list[Outcome], k: int, command: str, seconds: float) -> str
     return "\n".join(line for part in parts for line in part) + "\n"
 
 
+def dropped_note(corpus: Path) -> str:
+    """For a ``bench/variants.py`` corpus: the variants dropped (situation did not happen)."""
+    try:
+        runs = json.loads((corpus / "variants.json").read_text(encoding="utf-8"))["runs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    dropped = [r for r in runs if isinstance(r, dict) and r.get("status") == "dropped"]
+    if not dropped:
+        return ""
+    lines = ["", "Variants dropped because their situation did not happen (not scored):", ""]
+    lines += [f"- `{r.get('run')}` ({r.get('params')}): {r.get('reason')}" for r in dropped]
+    return "\n".join(lines) + "\n"
+
+
 DOC_INTRO = """\
 # Accuracy
 
@@ -333,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     command = (
         f"python bench/accuracy.py {corpus_arg.as_posix()} --step-tolerance {ns.step_tolerance}"
     )
-    report = render(outcomes, ns.step_tolerance, command, seconds)
+    report = render(outcomes, ns.step_tolerance, command, seconds) + dropped_note(ns.corpus)
     print(report)
     if ns.write:
         write_doc(ns.write, f"## `{corpus_arg.as_posix()}`", report)

@@ -1400,7 +1400,8 @@ def _check_fp16_collapse(run_dir: Path, p: Params) -> dict[str, Any]:
     _require(bool(bad), "the loss never went inf")
     first_bad = bad[0]
     _require(first_bad in skipped, "the first inf loss step was not skipped")
-    _require(run_start - first_bad <= 20, "the inf loss is far before the collapse")
+    # the first overflow may come well before the final collapse (a few batches overflow,
+    # the scale drops, training goes on, then every batch overflows): both are kept as facts
     _require(not math.isfinite(dict(loss)[run_start]), "the collapse does not start with inf")
     _require(scale[last] <= scale[run_start] / 2**9, "the loss scale did not collapse")
     config = _config(run_dir)
