@@ -75,9 +75,10 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
 
     Evidence shown:
         The best (smoothed) loss and its step, the step where the rise begins
-        (the reported step: the first point above the best level after the
-        smoothed loss last sat within ``near_min`` or its noise of it, so a flat
-        floor before the rise does not count), the loss at the end and the rise
+        (the reported step: the point after the lowest one of the last stretch,
+        one smoothing window long, where the smoothed loss sat within
+        ``near_min`` or its noise of its best; a flat floor long before the rise
+        does not count), the loss at the end and the rise
         factor, the Theil–Sen trend of log(loss) over the rise, where the rise
         starts in the LR schedule (when the LR was logged), and the clipping and
         warm-up settings with their source file.
@@ -97,10 +98,13 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
     noise = _noise(logs[:best_i + width] if best_i + width >= 8 else logs)
     near = base * max(1 + ctx["near_min"], math.exp(2 * 1.25 * noise / math.sqrt(width)))
     last_near = best_i + int(np.flatnonzero(sm[best_i:] <= near)[-1])
-    above = np.flatnonzero(values[last_near + 1:] > near)
-    if not above.size:
+    if not (values[last_near + 1:] > near).any():
         return None
-    rise_i = last_near + 1 + int(above[0])
+    # The rise begins after the lowest raw point of the last stretch near the best level
+    # (not after a low point far back on a long flat floor).
+    lo = max(0, last_near - width + 1)
+    low_i = lo + int(np.argmin(values[lo:last_near + 1]))
+    rise_i = low_i + 1
     n_rise = len(values) - rise_i
     end = float(np.median(values[-min(max(int(ctx["end_points"]), width), n_rise):]))
     ratio = end / base
@@ -115,7 +119,7 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
     end = base * ratio
 
     start_step, best_step, last_step = int(steps[rise_i]), int(steps[best_i]), int(steps[-1])
-    trend = theil_sen(loss.iloc[last_near:], log=True)
+    trend = theil_sen(loss.iloc[low_i:], log=True)
     rising = trend is not None and trend.low > 0
     point = schedule_point(run, start_step)
     clip, warm = clipping_off(run), warmup_off(run)
@@ -143,7 +147,7 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
             summary=f"Theil-Sen trend of log(loss) over the rise: {per100:+.1%} per 100 steps "
                     f"(95% CI {math.expm1(trend.low * 100):+.1%} to "
                     f"{math.expm1(trend.high * 100):+.1%}), {trend.n} points",
-            tag="loss", steps=(int(steps[last_near]), last_step),
+            tag="loss", steps=(int(steps[low_i]), last_step),
             numbers={"slope_log": trend.slope, "low": trend.low, "high": trend.high},
         ))
     if point is not None:

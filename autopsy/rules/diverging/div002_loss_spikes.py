@@ -42,7 +42,8 @@ class _Event:
     thresholds={
         "window": 20,
         "min_periods": 10,
-        "min_score": 6.0,
+        "min_score": 8.0,
+        "detrend_points": 9,
         "min_ratio": 1.5,
         "recover_points": 5,
         "recover_tol": 0.2,
@@ -57,8 +58,9 @@ def loss_spikes(run: Run, ctx: RuleContext) -> Finding | None:
     What happened:
         The training loss jumped far above its recent level (at least
         ``min_ratio`` times the median of the ``window`` points before it, and
-        ``min_score`` robust deviations above it, in log(loss) so that the noise
-        of a high loss and of a low one count alike), then came back to within
+        ``min_score`` robust deviations above the noise, measured on log(loss)
+        around its running median over ``detrend_points`` points, so that neither
+        the loss level nor a fast descent passes for noise), then came back to within
         ``recover_tol`` of that level within ``recover_points`` logged points. A
         spike of a single point (back at the very next one) counts only from
         ``single_point_ratio``: one odd batch is ordinary noise. The run
@@ -136,10 +138,12 @@ def _events(loss: pd.Series, ctx: RuleContext) -> list[_Event]:
                          min_ratio=float(ctx["min_ratio"]))
     steps = finite.index.to_numpy()
     values = finite.to_numpy(dtype=float)
-    if (values > 0).all():  # loss noise is multiplicative: score it in log space
-        scores = spike_scores(np.log(finite), window=window, min_periods=min_periods)["score"]
-    else:
-        scores = spike_scores(finite, window=window, min_periods=min_periods)["score"]
+    # Score against the noise, not the trend: the residual of log(loss) (loss noise is
+    # multiplicative) around its centred running median, so a fast early descent inside
+    # the window does not pass for noise.
+    level = np.log(finite) if (values > 0).all() else finite
+    trend = level.rolling(int(ctx["detrend_points"]), center=True, min_periods=1).median()
+    scores = spike_scores(level - trend, window=window, min_periods=min_periods)["score"]
     spikes = [replace(s, score=float(scores[s.step])) for s in spikes
               if scores[s.step] >= ctx["min_score"]]
     events: list[_Event] = []
