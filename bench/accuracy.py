@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from docfile import update_section
+
 FAMILIES = (
     "nan_inf", "diverging", "not_decreasing", "overfitting", "oom", "slow", "hang", "crash",
     "resume", "healthy", "unknown",
@@ -301,21 +303,6 @@ docs/accuracy.md`; `bench/variants.py` makes fresh, untuned cases to score the s
 """
 
 
-def write_doc(doc: Path, heading: str, body: str) -> None:
-    """Replace (or append) the section ``heading`` of ``doc`` with ``body``."""
-    import re
-
-    text = doc.read_text(encoding="utf-8") if doc.exists() else DOC_INTRO
-    section = f"{heading}\n\n{body.strip()}\n"
-    pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section + "\n", text).rstrip() + "\n"
-    else:
-        text = text.rstrip() + "\n\n" + section
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(text, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, score every case, print (and optionally write) the tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -350,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(outcomes, ns.step_tolerance, command, seconds) + dropped_note(ns.corpus)
     print(report)
     if ns.write:
-        write_doc(ns.write, f"## `{corpus_arg.as_posix()}`", report)
+        update_section(ns.write, f"## `{corpus_arg.as_posix()}`", report, intro=DOC_INTRO)
         print(f"wrote {ns.write}", file=sys.stderr)
     return 0
 

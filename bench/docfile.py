@@ -9,9 +9,12 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 INTRO = "# Performance\n\nMeasured by the scripts in `bench/`.\n"
 
 
-def update_section(doc: Path, heading: str, body: str) -> None:
-    """Replace (or append) the section ``heading`` of ``doc`` with ``body``."""
-    text = doc.read_text() if doc.exists() else INTRO
+def update_section(doc: Path, heading: str, body: str, intro: str = INTRO) -> None:
+    """Replace (or append) the section ``heading`` of ``doc`` with ``body``.
+
+    A missing ``doc`` starts with ``intro``.
+    """
+    text = doc.read_text(encoding="utf-8") if doc.exists() else intro
     section = f"{heading}\n\n{body.strip()}\n"
     pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.S | re.M)
     if pattern.search(text):
@@ -19,4 +22,4 @@ def update_section(doc: Path, heading: str, body: str) -> None:
     else:
         text = text.rstrip() + "\n\n" + section
     doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(text)
+    doc.write_text(text, encoding="utf-8")
