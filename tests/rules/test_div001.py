@@ -132,3 +132,5 @@ def test_fires_on_the_diverging_finite_sample() -> None:
     assert label["first_bad_step"] <= d.verdict.step < label["first_bad_step"] + 9
     f = next(f for f in d.findings if f.code == "DIV001")
     assert "during the warm-up" in f.message and "exploded" in f.message
+    lr_at_rise = next(e for e in f.evidence if e.tag == "learning_rate").numbers["lr"]
+    assert any(f"learning_rate={lr_at_rise / 2:.2g}" in a for a in f.advice)

@@ -177,14 +177,20 @@ def _advice(run: Run, point: SchedulePoint | None, start: int, best: int, last: 
     """Concrete changes, from the schedule and the config."""
     advice = []
     peak = peak_lr(run, point)
-    if peak is not None:
+    rise_lr = point.lr if point is not None and point.phase == "warmup" else None
+    early = rise_lr is not None and peak is not None and rise_lr < 0.8 * peak
+    if early and rise_lr is not None:
+        advice.append(f"the loss turned up at LR {rise_lr:.3g}, on the way to a {peak:.3g} "
+                      f"peak: the peak is far too high; keep it below that LR "
+                      f"(learning_rate={rise_lr / 2:.2g}, half the LR where the rise began)")
+    elif peak is not None:
         advice.append(f"lower the peak LR about 3x: learning_rate={peak:.3g} -> {peak / 3:.2g}")
     else:
         advice.append("lower the peak learning rate (by about 3x)")
     warmup = max(1, round(0.03 * total_steps(run, last)))
     if warmup_off(run) is not None or (point is not None and point.schedule.warmup_steps == 0):
         advice.append(f"add a warm-up of ~3% of the steps (warmup_steps={warmup})")
-    elif point is not None and point.phase in ("warmup", "peak"):
+    elif point is not None and point.phase in ("warmup", "peak") and not early:
         longer = max(warmup, 2 * point.schedule.warmup_steps)
         advice.append(f"lengthen the warm-up (warmup_steps={longer}) so the peak LR is reached "
                       f"more gently")
