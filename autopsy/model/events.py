@@ -10,7 +10,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class EventKind(str, Enum):
-    """The closed set of event kinds readers may record."""
+    """The closed set of event kinds readers may record.
+
+    ``nccl_timeout`` is a NCCL/c10d watchdog timeout; ``collective_timeout`` one of
+    another backend (gloo's "Timed out waiting ... for recv"); ``signal`` a process
+    receiving or dying of a signal (SIGTERM, SIGKILL...); ``exit`` a rank's exit code
+    as its launcher reports it; ``error_file`` a torchelastic ``error.json``.
+    """
 
     NAN_LOSS = "nan_loss"
     OVERFLOW_SKIP = "overflow_skip"
@@ -24,6 +30,13 @@ class EventKind(str, Enum):
     HEARTBEAT_STUCK = "heartbeat_stuck"
     RESTART = "restart"
     CHECKPOINT_SAVED = "checkpoint_saved"
+    COLLECTIVE_TIMEOUT = "collective_timeout"
+    CONNECTION_CLOSED = "connection_closed"
+    DESYNC_REPORT = "desync_report"
+    NCCL_WARN = "nccl_warn"
+    SIGNAL = "signal"
+    EXIT = "exit"
+    ERROR_FILE = "error_file"
 
 
 #: column -> pandas dtype of ``run.events``.
