@@ -1461,7 +1461,9 @@ def _check_diverging(run_dir: Path, p: Params) -> dict[str, Any]:
     smooth = _rolling_median([v for _, v in loss], 4)
     i_min = min(range(len(smooth)), key=smooth.__getitem__)
     _require(i_min < len(smooth) - 20, "the loss minimum is near the end: no divergence")
-    first_bad = steps[i_min + 1]
+    # the lowest raw loss within the smoothed minimum's window: the last good step
+    i_low = min(range(min(len(loss) - 1, i_min + 5)), key=lambda i: loss[i][1])
+    first_bad = steps[i_low + 1]
     tail = statistics.median(v for _, v in loss[-20:])
     _require(tail >= 30 * smooth[i_min], f"loss rose only {tail / smooth[i_min]:.1f}x")
     thirds = [statistics.median(smooth[k]) for k in _thirds(i_min, len(smooth))]
@@ -1472,7 +1474,8 @@ def _check_diverging(run_dir: Path, p: Params) -> dict[str, Any]:
         loss_min_step=steps[i_min], loss_min_smoothed=_r(smooth[i_min]),
         loss_tail_median=_r(tail), rise_factor=_r(tail / smooth[i_min]),
         lr_at_first_bad=_r(lr[first_bad]), lr_peak=_r(peak),
-        first_bad_step_rule="first step after the minimum of the 9-step rolling median",
+        first_bad_step_rule="first step after the lowest raw loss within the window of the "
+        "9-step rolling median's minimum",
         steps=len(loss), segments=1, config=_config(run_dir),
     )
 
