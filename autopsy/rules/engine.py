@@ -108,6 +108,9 @@ def diagnose(run: Run, settings: Settings | None = None,
     rules = registry if registry is not None else load_rules()
     findings, skipped, ran = run_rules(run, settings or Settings(), rules)
     verdict = pick_verdict(findings, skipped, run)
+    if verdict.family not in (Family.HEALTHY, Family.UNKNOWN):
+        # a vouch for health next to a failure only confuses the report
+        findings = [f for f in findings if f.family is not Family.HEALTHY]
     return Diagnosis(verdict=verdict, findings=tuple(rank(findings)), skipped=tuple(skipped),
                      ran=tuple(ran))
 

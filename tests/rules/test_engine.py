@@ -176,3 +176,16 @@ def test_a_prefix_or_family_sets_every_rule_that_has_the_threshold() -> None:
     assert all(fam.thresholds(REG[c])["spike_ratio"] == 7.0 for c in nan)
     with pytest.raises(UsageError, match="has a threshold"):
         load_settings(REG, sets=["NAN.nope=1"], search_from=Path("/"))
+
+
+def test_a_health_vouch_is_dropped_when_the_verdict_is_a_failure() -> None:
+    registry = {
+        "TST001": _spec("TST001", lambda run, ctx: _finding("TST001", Severity.INFO, None,
+                                                            family=Family.HEALTHY)),
+        "TST002": _spec("TST002", lambda run, ctx: _finding("TST002", Severity.ERROR,
+                                                            "lr_too_high",
+                                                            family=Family.DIVERGING)),
+    }
+    d = diagnose(synthetic_run({"loss": [1.0]}), registry=registry)
+    assert d.verdict.code == "TST002"
+    assert [f.code for f in d.findings] == ["TST002"]
