@@ -1,0 +1,444 @@
+"""Event extraction: the detailed regexes, run only on lines a marker found.
+
+:func:`line_events` turns one line (launcher prefix already removed) into zero or
+more ``(kind, details)`` pairs; :func:`parse_traceback` and
+:func:`parse_child_failed` read the multi-line records that start at a marker.
+Formats follow messages quoted from real logs (PyTorch ProcessGroupNCCL in its
+2.0-2.6 eras, torchelastic, the CUDA caching allocator in its three wordings,
+DeepSpeed, apex, gloo).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from autopsy.model.events import EventKind
+
+Details = dict[str, Any]
+
+_UNITS = {"b": 1, "bytes": 1, "byte": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30,
+          "tib": 1 << 40, "kb": 1000, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12}
+_SIZE = r"([\d.]+)\s*(bytes|byte|[KMGT]i?B|B)"
+
+
+def to_bytes(number: str, unit: str) -> int | None:
+    """``("2.26", "GiB")`` -> bytes, or None if it does not parse."""
+    try:
+        return round(float(number) * _UNITS[unit.lower()])
+    except (ValueError, KeyError):
+        return None
+
+
+# ------------------------------------------------------------------------- NCCL/c10d
+
+_WORK = re.compile(r"WorkNCCL\((.*?)\)\s*ran for (\d+) milliseconds")
+_WORK_FIELDS = re.compile(r"(SeqNum|OpType|NumelIn|NumelOut|Timeout\(ms\))=([^,)]+)")
+_WORK_ANY = re.compile(r"WorkNCCL\((.*?)\)(?:\s|$)")
+_TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (\d+), last enqueued NCCL work: (-?\d+), "
+                         r"last completed NCCL work: (-?\d+)")
+_SEQ_ID = re.compile(r"work sequence id:? (\d+)")
+_PG = re.compile(r"\[PG (?:ID )?([^\]]*?)\s*Rank (\d+)\]")
+_STUCK = re.compile(r"got stuck for (\d+) seconds")
+_LAGGING = re.compile(r"ranks \[?([\d, ]*)\]? (?:are|is) the lagging ranks"
+                      r"|caused the desync are: \[?([\d, ]*)\]?")
+_DESYNC_COLL = re.compile(r"(?:Timeout at collective|collective) #?(\d+)")
+_GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (recv|send) operation")
+_MISMATCH_SIDE = re.compile(r"Rank (\d+) is running collective: CollectiveFingerPrint\((.*?)\)"
+                            r"(?=, but|\s*$|\.|\s)")
+_FP_FIELD = re.compile(r"(\w+)=(\[[^\]]*\]|[^,()]+)")
+_DATA_SIZE = re.compile(r"Received data size doesn't match expected size"
+                        r"(?:.*?expected\s*[=:]?\s*(\d+).*?received\s*[=:]?\s*(\d+))?")
+_CLIENTS = re.compile(r"(\d+)/(\d+) clients joined")
+_BARRIER = re.compile(r"world_size=(\d+), worker_count=(\d+)")
+_MONITORED = re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier")
+_TIMEOUT_S = re.compile(r"after (\d+(?:\.\d+)?)\s*(?:s\b|seconds)")
+_REMOTE = re.compile(r"ncclRemoteError[^\n]*")
+_NCCL_WARN = re.compile(r"NCCL WARN\s*(.*)")
+
+
+def _work_details(inner: str) -> Details:
+    out: Details = {}
+    for key, value in _WORK_FIELDS.findall(inner):
+        value = value.strip()
+        out[key] = int(value) if value.lstrip("-").isdigit() else value
+    return out
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"\d+", text)]
+
+
+def nccl_events(text: str) -> list[tuple[EventKind, Details]]:
+    """NCCL/c10d/gloo watchdog, desync, mismatch and rendezvous events of one line."""
+    out: list[tuple[EventKind, Details]] = []
+    pg = _PG.search(text)
+    base: Details = {}
+    if pg:
+        base["pg"] = pg.group(1).strip()
+        base["pg_rank"] = int(pg.group(2))
+    if "Watchdog caught collective operation timeout" in text or "Timeout at NCCL work" in text \
+            or "failure detected by watchdog" in text:
+        d = dict(base)
+        m = _WORK.search(text)
+        if m:
+            d.update(_work_details(m.group(1)))
+            d["ran_for_ms"] = int(m.group(2))
+        else:
+            m2 = _WORK_ANY.search(text)
+            if m2:
+                d.update(_work_details(m2.group(1)))
+        m = _TIMEOUT_AT.search(text)
+        if m:
+            d["timeout_at"] = int(m.group(1))
+            d["last_enqueued"] = int(m.group(2))
+            d["last_completed"] = int(m.group(3))
+        m = _SEQ_ID.search(text)
+        if m:
+            d.setdefault("SeqNum", int(m.group(1)))
+        out.append((EventKind.NCCL_TIMEOUT, d))
+    if "watchdog got stuck" in text or "Heartbeat monitor timed out" in text:
+        d = dict(base)
+        m = _STUCK.search(text)
+        if m:
+            d["stuck_s"] = int(m.group(1))
+        out.append((EventKind.HEARTBEAT_STUCK, d))
+    if "lagging" in text:
+        m = _LAGGING.search(text)
+        if m:
+            ranks = _ints(m.group(1) or m.group(2) or "")
+            d = dict(base, lagging_ranks=ranks)
+            c = _DESYNC_COLL.search(text)
+            if c:
+                d["collective"] = int(c.group(1))
+            out.append((EventKind.DESYNC_REPORT, d))
+    m = _GLOO_TIMEOUT.search(text)
+    if m:
+        out.append((EventKind.COLLECTIVE_TIMEOUT,
+                    dict(base, backend="gloo", timeout_ms=int(m.group(1)), op=m.group(2))))
+    if "Connection closed by peer" in text:
+        peer = re.search(r"\[([^\]]+)\]:\s*Connection closed by peer \[([^\]]+)\]", text)
+        d = dict(base)
+        if peer:
+            d["local"], d["peer"] = peer.group(1), peer.group(2)
+        out.append((EventKind.CONNECTION_CLOSED, d))
+    if "NCCL WARN" in text:
+        m = _NCCL_WARN.search(text)
+        out.append((EventKind.NCCL_WARN, dict(base, warning=m.group(1).strip() if m else "")))
+    elif "ncclRemoteError" in text:
+        m = _REMOTE.search(text)
+        out.append((EventKind.NCCL_WARN, dict(base, error="ncclRemoteError",
+                                              warning=m.group(0).strip() if m else "")))
+    if "Detected mismatch between collectives" in text:
+        out.append((EventKind.COLLECTIVE_MISMATCH, dict(base, **mismatch_details(text))))
+    if "Received data size doesn't match" in text:
+        d = dict(base, backend="gloo", what="data size")
+        m = _DATA_SIZE.search(text)
+        if m and m.group(1):
+            d["expected"], d["received"] = int(m.group(1)), int(m.group(2))
+        out.append((EventKind.COLLECTIVE_MISMATCH, d))
+    out.extend(rendezvous_events(text, base))
+    return out
+
+
+def mismatch_details(text: str) -> Details:
+    """Both fingerprints of a DETAIL collective mismatch, and what differs."""
+    sides = []
+    for m in re.finditer(r"Rank (\d+) is running collective: CollectiveFingerPrint\(", text):
+        start = m.end()
+        depth, i = 1, start
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        body = text[start:i - 1] if depth == 0 else text[start:]
+        fields = {k: v.strip() for k, v in _FP_FIELD.findall(body)}
+        sides.append({"rank": int(m.group(1)), **fields})
+    d: Details = {"fingerprints": sides, "ranks": [s["rank"] for s in sides]}
+    if len(sides) >= 2:
+        a, b = sides[0], sides[1]
+        d["differs"] = sorted(k for k in (set(a) | set(b)) - {"rank", "SequenceNumber"}
+                              if a.get(k) != b.get(k))
+        if a.get("SequenceNumber") != b.get("SequenceNumber"):
+            d["differs"].append("SequenceNumber")
+    return d
+
+
+def rendezvous_events(text: str, base: Details) -> list[tuple[EventKind, Details]]:
+    """Store, barrier and socket timeouts at init."""
+    d: Details | None = None
+    m = _CLIENTS.search(text)
+    if m:
+        d = dict(base, joined=int(m.group(1)), expected=int(m.group(2)))
+    elif "store based barrier" in text:
+        d = dict(base)
+        m = _BARRIER.search(text)
+        if m:
+            d["expected"], d["joined"] = int(m.group(1)), int(m.group(2))
+    elif "monitoredBarrier" in text:
+        m = _MONITORED.search(text)
+        if m:
+            d = dict(base, missing_ranks=_ints(m.group(1)))
+    elif "socket has timed out" in text or "Socket Timeout" in text:
+        d = dict(base, what="socket")
+    if d is None:
+        return []
+    t = _TIMEOUT_S.search(text)
+    if t:
+        d["timeout_s"] = float(t.group(1))
+    return [(EventKind.RENDEZVOUS_TIMEOUT, d)]
+
+
+# ------------------------------------------------------------------------------ OOM
+
+_OOM_OLD = re.compile(
+    r"Tried to allocate " + _SIZE + r" \(GPU (\d+); " + _SIZE + r" total capacity; "
+    + _SIZE + r" already allocated; " + _SIZE + r" free; " + _SIZE
+    + r" (?:reserved in total by PyTorch|cached)")
+_OOM_TRIED = re.compile(r"Tried to allocate " + _SIZE)
+_OOM_NEW = re.compile(r"GPU (\d+) has a total capac(?:i)?ty of " + _SIZE + r" of which "
+                      + _SIZE + r" is free")
+_OOM_PROC = re.compile(r"(?:Process (\d+)|this process) has " + _SIZE + r" memory in use")
+_OOM_ALLOC = re.compile(r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch, and "
+                        + _SIZE + r" is reserved by PyTorch but unallocated")
+_CPU_OOM = re.compile(r"DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+                      r"(\d+) bytes")
+
+
+def oom_details(text: str) -> Details | None:
+    """Numbers of a CUDA or CPU out-of-memory message, in bytes; None if not one."""
+    m = _CPU_OOM.search(text)
+    if m:
+        return {"device": "cpu", "tried": int(m.group(1))}
+    if "out of memory" not in text:
+        return None
+    low = text.lower()
+    if "cuda out of memory" not in low and "outofmemoryerror" not in low \
+            and "cuda error: out of memory" not in low:
+        return None
+    d: Details = {"device": "cuda"}
+    m = _OOM_OLD.search(text)
+    if m:
+        g = m.groups()
+        d["tried"] = to_bytes(g[0], g[1])
+        d["gpu"] = int(g[2])
+        d["total"] = to_bytes(g[3], g[4])
+        d["allocated"] = to_bytes(g[5], g[6])
+        d["free"] = to_bytes(g[7], g[8])
+        d["reserved"] = to_bytes(g[9], g[10])
+        if d["reserved"] is not None and d["allocated"] is not None:
+            d["reserved_unallocated"] = d["reserved"] - d["allocated"]
+        d["format"] = "old"
+        return d
+    m = _OOM_TRIED.search(text)
+    if m:
+        d["tried"] = to_bytes(m.group(1), m.group(2))
+    m = _OOM_NEW.search(text)
+    if m:
+        d["gpu"] = int(m.group(1))
+        d["total"] = to_bytes(m.group(2), m.group(3))
+        d["free"] = to_bytes(m.group(4), m.group(5))
+        d["format"] = "new"
+    procs = _OOM_PROC.findall(text)
+    if procs:
+        others = [to_bytes(n, u) or 0 for pid, n, u in procs if pid]
+        mine = [to_bytes(n, u) for pid, n, u in procs if not pid]
+        if others:
+            d["other_processes"] = sum(others)
+        if mine:
+            d["process_in_use"] = mine[0]
+    m = _OOM_ALLOC.search(text)
+    if m:
+        d["allocated"] = to_bytes(m.group(1), m.group(2))
+        d["reserved_unallocated"] = to_bytes(m.group(3), m.group(4))
+        if d["allocated"] is not None and d["reserved_unallocated"] is not None:
+            d["reserved"] = d["allocated"] + d["reserved_unallocated"]
+    return d
+
+
+# ------------------------------------------------------------------ torchelastic, signals
+
+_EXIT = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
+_DEATH = re.compile(r"Received (?:Signals\.)?(SIG\w+|\d+) death signal")
+_CLOSING = re.compile(r"Sending process (\d+) closing signal (SIG\w+)")
+_SIGNAL_PID = re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID (\d+)")
+_DL_KILLED = re.compile(r"DataLoader worker \(pid (\d+)\) is killed by signal: ([\w ]+)")
+_BASH_KILLED = re.compile(r"^(?:.*line \d+:\s*(\d+) )?Killed\b")
+_OVERFLOW_DS = re.compile(r"OVERFLOW! Rank (\d+) Skipping step\. Attempted loss scale: "
+                          r"([\d.e+-]+), reducing to ([\d.e+-]+)")
+_OVERFLOW_ITER = re.compile(r"Grad overflow on iteration (\d+)")
+_OVERFLOW_APEX = re.compile(r"Gradient overflow\.\s+Skipping step, loss scaler (\d+) reducing "
+                            r"loss scale to ([\d.e+-]+)")
+_SAVING = re.compile(r"Saving model checkpoint to (\S+)")
+
+
+def misc_events(text: str) -> list[tuple[EventKind, Details]]:
+    """torchelastic exits and signals, OOMs, host kills, overflows and checkpoints."""
+    out: list[tuple[EventKind, Details]] = []
+    m = _EXIT.search(text)
+    if m:
+        code = int(m.group(1))
+        d = {"exitcode": code, "local_rank": int(m.group(2)), "pid": int(m.group(3))}
+        out.append((EventKind.EXIT, d))
+        if code in (-9, 137):
+            out.append((EventKind.HOST_KILL, dict(d, why=f"exit code {code}")))
+    m = _DEATH.search(text)
+    if m:
+        out.append((EventKind.SIGNAL, {"signal": m.group(1), "who": "agent"}))
+    m = _CLOSING.search(text)
+    if m:
+        out.append((EventKind.SIGNAL, {"signal": m.group(2), "pid": int(m.group(1)),
+                                       "who": "launcher"}))
+    m = _SIGNAL_PID.search(text)
+    if m:
+        out.append((EventKind.SIGNAL, {"signal": m.group(2), "signum": int(m.group(1)),
+                                       "pid": int(m.group(3))}))
+    oom = oom_details(text)
+    if oom is not None:
+        out.append((EventKind.OOM, oom))
+    m = _DL_KILLED.search(text)
+    if m:
+        out.append((EventKind.HOST_KILL, {"pid": int(m.group(1)), "signal": m.group(2).strip(),
+                                          "who": "dataloader_worker"}))
+    elif "Killed" in text:
+        m = _BASH_KILLED.match(text.strip())
+        if m:
+            d: Details = {"why": "Killed"}
+            if m.group(1):
+                d["pid"] = int(m.group(1))
+            out.append((EventKind.HOST_KILL, d))
+    m = _OVERFLOW_DS.search(text)
+    if m:
+        out.append((EventKind.OVERFLOW_SKIP, {"rank": int(m.group(1)),
+                                              "attempted_scale": float(m.group(2)),
+                                              "new_scale": float(m.group(3))}))
+    m = _OVERFLOW_ITER.search(text)
+    if m:
+        out.append((EventKind.OVERFLOW_SKIP, {"iteration": int(m.group(1))}))
+    m = _OVERFLOW_APEX.search(text)
+    if m:
+        out.append((EventKind.OVERFLOW_SKIP, {"scaler": int(m.group(1)),
+                                              "new_scale": float(m.group(2))}))
+    m = _SAVING.search(text)
+    if m:
+        out.append((EventKind.CHECKPOINT_SAVED, {"path": m.group(1)}))
+    return out
+
+
+def line_events(text: str) -> list[tuple[EventKind, Details]]:
+    """Every event one line holds (a line may hold several: an OOM and its rank)."""
+    return nccl_events(text) + misc_events(text)
+
+
+# ------------------------------------------------------------------ multi-line records
+
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?')
+_EXC = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+_LIB = ("site-packages", "dist-packages", "/torch/", "/lib/python", "<frozen")
+
+#: How many frames of a traceback are kept (the innermost).
+KEEP_FRAMES = 5
+#: A traceback longer than this many lines is cut (its exception line is then unknown).
+MAX_TRACEBACK_LINES = 2000
+
+
+def parse_traceback(lines: Iterable[str]) -> tuple[Details, int]:
+    """Read a traceback from the lines after its ``Traceback`` line.
+
+    Returns ``(details, consumed)``: the exception type and message, the last
+    :data:`KEEP_FRAMES` frames (innermost last) with the innermost frame outside
+    site-packages/torch marked ``user``, and how many lines were read.
+    """
+    frames: list[dict[str, Any]] = []
+    user: dict[str, Any] | None = None
+    consumed = 0
+    exc_type, message = "", ""
+    for text in lines:
+        consumed += 1
+        if consumed > MAX_TRACEBACK_LINES:
+            break
+        m = _FRAME.match(text)
+        if m:
+            frame = {"file": m.group(1), "line": int(m.group(2)),
+                     "function": (m.group(3) or "").strip()}
+            frames.append(frame)
+            if not any(x in frame["file"] for x in _LIB):
+                user = frame
+            continue
+        if not text.strip() or text[:1] in (" ", "\t"):
+            continue
+        m = _EXC.match(text.rstrip())
+        if m and not text.startswith(("Traceback", "During handling", "The above exception")):
+            exc_type, message = m.group(1), (m.group(2) or "").strip()
+            break
+        if text.startswith("Traceback"):
+            continue
+        exc_type, message = "", text.strip()
+        break
+    kept = [dict(f, user=(f is user)) for f in frames[-KEEP_FRAMES:]]
+    d: Details = {"exception": exc_type, "exc_message": message[:2000], "frames": kept,
+                  "depth": len(frames)}
+    if user is not None:
+        d["user_frame"] = dict(user)
+    return d, consumed
+
+
+_ENTRY = re.compile(r"^\s*\[(\d+)\]:\s*$")
+_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s*(.*)$")
+
+
+def parse_child_failed(lines: Iterable[str]) -> tuple[list[Details], int]:
+    """Read the torchelastic ChildFailedError summary after its marker line.
+
+    Returns one dict per failed rank (``rank``, ``local_rank``, ``exitcode``,
+    ``pid``, ``signal``, ``error_file``, ``host``, ``time``, ``claimed_root``) and
+    the number of lines read.
+    """
+    entries: list[Details] = []
+    root = False
+    consumed = 0
+    current: Details | None = None
+    seps = 0
+    for text in lines:
+        consumed += 1
+        if consumed > 20000:
+            break
+        s = text.strip()
+        if s.startswith("====="):
+            seps += 1
+            if seps >= 2:
+                break
+            continue
+        if s.startswith("Root Cause"):
+            root = True
+            continue
+        m = _ENTRY.match(text)
+        if m:
+            current = {"entry": int(m.group(1)), "claimed_root": root}
+            entries.append(current)
+            continue
+        m = _FIELD.match(text)
+        if m and current is not None:
+            key, value = m.group(1), m.group(2).strip()
+            if key == "rank":
+                nums = _ints(value)
+                if nums:
+                    current["rank"] = nums[0]
+                if len(nums) > 1:
+                    current["local_rank"] = nums[1]
+            elif key == "exitcode":
+                nums = re.findall(r"-?\d+", value)
+                if nums:
+                    current["exitcode"] = int(nums[0])
+                if len(nums) > 1:
+                    current["pid"] = int(nums[1])
+            elif key == "traceback":
+                current["traceback"] = value
+                sig = _SIGNAL_PID.search(value)
+                if sig:
+                    current["signal"] = sig.group(2)
+            elif key == "error_file":
+                current[key] = None if value == "<N/A>" else value
+            else:
+                current[key] = value
+    return entries, consumed

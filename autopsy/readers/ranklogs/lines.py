@@ -1,0 +1,164 @@
+"""Robust streaming of a text log: blocks of whole lines, bounded memory, any bytes.
+
+A log is read in blocks of :data:`BLOCK_BYTES` that end on a newline. A line longer
+than :data:`MAX_LINE_BYTES` (a 100 MB progress-bar line, say) is never held whole:
+only its last :data:`MAX_LINE_BYTES` bytes are kept (the end of such a line is where
+an error glued after a progress bar sits), and the reader moves on. ``.gz`` files
+are decompressed as a stream. :func:`clean` turns one physical line into text:
+carriage-return segments (tqdm redraws) are reduced to the meaningful one, ANSI
+colour codes are stripped, and bytes that are not UTF-8 are replaced.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+#: Bytes read per block (a block is cut back to its last newline).
+BLOCK_BYTES = 4 << 20
+#: At most this many bytes of one physical line are kept (its tail).
+MAX_LINE_BYTES = 64 << 10
+#: A block-starting marker this close to a block's end moves to the next block,
+#: so a multi-line record (a traceback) is seen whole.
+CARRY_WINDOW = 256 << 10
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+
+
+@dataclass
+class Block:
+    """Whole lines of a file: ``data`` starts at 1-based line ``first_line``."""
+
+    data: bytes
+    first_line: int
+    truncated_lines: int = 0
+
+
+def open_binary(path: Path) -> BinaryIO:
+    """Open ``path`` for reading bytes, decompressing ``.gz`` files as a stream."""
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+def read_head(path: Path, n: int = 512) -> bytes:
+    """Return the first ``n`` bytes of ``path`` (decompressed for ``.gz``), or ``b""``."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(n if not path.name.endswith(".gz") else 64 << 10)
+    except OSError:
+        return b""
+    if path.name.endswith(".gz"):
+        try:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, n)
+        except zlib.error:
+            return b""
+    return raw
+
+
+def looks_like_text(head: bytes) -> bool:
+    """Whether the first bytes of a file look like text (no NULs, few control bytes)."""
+    if b"\x00" in head:
+        return False
+    if not head:
+        return True
+    controls = sum(1 for b in head if b < 32 and b not in (9, 10, 13, 27, 8, 12))
+    return controls <= len(head) // 20
+
+
+def iter_blocks(stream: BinaryIO, carry_markers: tuple[bytes, ...] = (),
+                block_bytes: int = BLOCK_BYTES) -> Iterator[Block]:
+    """Yield blocks of whole lines from ``stream`` (see the module docstring).
+
+    Raises only what reading the stream raises (``OSError``, ``EOFError`` and
+    ``zlib.error`` for a torn ``.gz``); the caller records those as problems.
+    """
+    line = 1
+    pending = b""
+    huge = False  # inside an over-long line whose head was dropped
+    truncated = 0
+    while True:
+        chunk = stream.read(block_bytes)
+        eof = not chunk
+        buf = pending + chunk if pending else chunk
+        pending = b""
+        if eof:
+            if buf:
+                yield Block(buf, line, truncated + (1 if huge else 0))
+            return
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            if len(buf) > MAX_LINE_BYTES:
+                huge = True
+                buf = buf[-MAX_LINE_BYTES:]
+            pending = buf
+            continue
+        body, pending = buf[: cut + 1], buf[cut + 1:]
+        if len(pending) > MAX_LINE_BYTES:
+            pending = pending[-MAX_LINE_BYTES:]
+            huge_next = True
+        else:
+            huge_next = False
+        if carry_markers and len(body) > CARRY_WINDOW:
+            start = len(body) - CARRY_WINDOW
+            best = -1
+            for marker in carry_markers:
+                pos = body.rfind(marker, start)
+                best = max(best, pos)
+            if best > 0:
+                ls = body.rfind(b"\n", 0, best) + 1
+                if ls > 0:
+                    pending = body[ls:] + pending
+                    body = body[:ls]
+        first_truncated = truncated + (1 if huge else 0)
+        yield Block(body, line, first_truncated)
+        line += body.count(b"\n")
+        huge = huge_next
+        truncated = 0
+
+
+def split_cr(raw: bytes) -> bytes:
+    """Reduce carriage-return segments of one physical line to the meaningful one.
+
+    The last non-blank segment wins, unless it is a bare progress bar and an
+    earlier segment holds text (an error printed, then the bar redrawn).
+    """
+    if b"\r" not in raw:
+        return raw
+    parts = [p for p in raw.split(b"\r") if p.strip()]
+    if not parts:
+        return b""
+    for part in reversed(parts):
+        if not _is_bar(part):
+            return part
+    return parts[-1]
+
+
+_BAR = re.compile(rb"\d+%\|.*\|\s*\d+/\d+|^\s*\d+/\d+ \[")
+
+
+def _is_bar(part: bytes) -> bool:
+    """Whether one CR segment is a tqdm progress bar."""
+    return bool(_BAR.search(part)) and b"Error" not in part and b"{'" not in part
+
+
+def clean(raw: bytes) -> str:
+    """Turn one physical line (no newline) into text: CR, ANSI, CRLF, bad bytes."""
+    text = split_cr(raw.rstrip(b"\r\n")).decode("utf-8", errors="replace")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return text
+
+
+def line_at(block: bytes, pos: int) -> tuple[int, int]:
+    """Return ``(start, end)`` of the line holding offset ``pos`` (end excludes ``\\n``)."""
+    start = block.rfind(b"\n", 0, pos) + 1
+    end = block.find(b"\n", pos)
+    if end < 0:
+        end = len(block)
+    return start, end

@@ -1,0 +1,67 @@
+"""The literal markers searched for in raw bytes, before any regex runs.
+
+Only lines holding one of these literals are decoded and parsed; everything else
+in a log is skipped by ``bytes.find`` (see ``docs/performance.md``). Event markers
+are rare; metric markers are frequent but cheap to confirm.
+"""
+
+from __future__ import annotations
+
+#: Literals that may start an event (case-sensitive, as PyTorch/NCCL write them).
+EVENT_MARKERS: tuple[bytes, ...] = (
+    b"Traceback (most recent call last)",
+    b"Watchdog caught collective operation timeout",
+    b"Timeout at NCCL work",
+    b"failure detected by watchdog",
+    b"watchdog got stuck",
+    b"Heartbeat monitor timed out",
+    b"lagging",
+    b"Timed out waiting",
+    b"Connection closed by peer",
+    b"NCCL WARN",
+    b"ncclRemoteError",
+    b"Detected mismatch between collectives",
+    b"Received data size doesn't match",
+    b"clients joined",
+    b"store based barrier",
+    b"monitoredBarrier",
+    b"socket has timed out",
+    b"Socket Timeout",
+    b"failed (exitcode:",
+    b"ChildFailedError:",
+    b"death signal",
+    b"closing signal",
+    b") received by PID",
+    b"out of memory",
+    b"can't allocate memory",
+    b"Killed",
+    b"OVERFLOW!",
+    b"Grad overflow",
+    b"Gradient overflow",
+    b"Saving model checkpoint",
+)
+
+#: Literals of per-step metric lines (confirmed by the parsers in ``metrics``).
+METRIC_MARKERS: tuple[bytes, ...] = (b"loss", b"step=", b"logging_steps")
+
+#: Markers that open a multi-line record, kept whole within one block.
+BLOCK_MARKERS: tuple[bytes, ...] = (b"Traceback (most recent call last)", b"ChildFailedError:")
+
+ALL_MARKERS: tuple[bytes, ...] = EVENT_MARKERS + METRIC_MARKERS
+
+
+def hit_lines(block: bytes, markers: tuple[bytes, ...] = ALL_MARKERS) -> list[int]:
+    """Return the sorted start offsets of the lines of ``block`` holding a marker."""
+    starts: set[int] = set()
+    find = block.find
+    rfind = block.rfind
+    for marker in markers:
+        pos = find(marker)
+        while pos >= 0:
+            start = rfind(b"\n", 0, pos) + 1
+            starts.add(start)
+            end = find(b"\n", pos)
+            if end < 0:
+                break
+            pos = find(marker, end)
+    return sorted(starts)

@@ -1,0 +1,152 @@
+"""Per-step metric lines: HF Trainer dicts, Megatron, DeepSpeed, fairseq, generic.
+
+:func:`parse_metrics` turns one line into a :class:`MetricLine` (or None). Raw
+tags are kept as the framework wrote them (``loss``, ``lm loss``, ``loss scale``,
+``grad norm``, ``number of skipped iterations``...); the alias table maps them.
+
+HF Trainer dict lines carry no step. The reader takes it from the tqdm bar the
+Trainer redraws right after printing the dict (exact: the bar shows
+``global_step``), else from ``logging_steps`` printed in the same log times the
+dict's ordinal, else from the ordinal alone (1, 2, 3...), and says which in a
+Problem (see ``reader``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+_NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
+_HF_PAIR = re.compile(r"'([^']+)':\s*(?:'(" + _NUM + r")'|(" + _NUM + r")|np\.float\d*\((" + _NUM
+                      + r")\)|tensor\((" + _NUM + r"))")
+_MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
+_MEGA_PAIR = re.compile(r"\|\s*([A-Za-z][\w ()/.-]*?):\s*(" + _NUM + r")\s*(?=\||$)")
+_DS_STEP = re.compile(r"\bstep=(\d+), skipped=(\d+)(?:, lr=\[([^\]]*)\])?")
+_FAIRSEQ_PIPE = re.compile(r"\|\s*(\w+)\s+(" + _NUM + r")(?=\s*\||\s*$)")
+_FAIRSEQ_EQ = re.compile(r"\b(\w+)=(" + _NUM + r")(?=,|\s|$)")
+_GEN_STEP = re.compile(r"\b(?:[Ss]tep|[Ii]ter(?:ation)?|global_step)\s*[:= #]\s*(\d+)")
+_GEN_PAIR = re.compile(r"\b(loss|lr|learning_rate|grad_norm|gnorm|loss_scale|ppl)\s*[:=]?\s*("
+                       + _NUM + r")(?![\w.])")
+_LOGGING_STEPS = re.compile(r"logging_steps\s*[=:]\s*(\d+)")
+_BAR_AFTER = re.compile(rb"\r\s*\d+%\|[^|\r\n]*\|\s*(\d+)/(\d+) \[[^\r\n\x1b]*?\](?!\x1b\[A)")
+
+#: HF summary keys: the end-of-training dict is not a series.
+HF_SUMMARY = "train_runtime"
+
+
+@dataclass
+class MetricLine:
+    """Values read from one line; ``step`` is None where the line has none."""
+
+    kind: str
+    step: int | None
+    values: list[tuple[str, float]] = field(default_factory=list)
+    rank: int | None = None
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def parse_hf_dict(text: str) -> MetricLine | None:
+    """An HF Trainer ``{'loss': ..., ...}`` line (values maybe quoted)."""
+    start = text.find("{'")
+    if start < 0:
+        return None
+    body = text[start:]
+    if HF_SUMMARY in body:
+        return None
+    pairs = []
+    for m in _HF_PAIR.finditer(body):
+        raw = next(g for g in m.groups()[1:] if g is not None)
+        pairs.append((m.group(1), _float(raw)))
+    keys = {k for k, _ in pairs}
+    if not pairs or not (keys & {"loss", "grad_norm", "learning_rate"}
+                         or any(k.startswith("eval_") for k in keys)):
+        return None
+    kind = "hf_eval" if any(k.startswith("eval_") for k in keys) else "hf"
+    return MetricLine(kind, None, pairs)
+
+
+def parse_megatron(text: str) -> MetricLine | None:
+    """A Megatron-LM ``iteration N/M | key: value | ...`` line."""
+    m = _MEGATRON.search(text)
+    if not m:
+        return None
+    pairs = [(k.strip(), _float(v)) for k, v in _MEGA_PAIR.findall(text[m.end() - 1:])]
+    return MetricLine("megatron", int(m.group(1)), pairs) if pairs else None
+
+
+def parse_deepspeed(text: str) -> MetricLine | None:
+    """A DeepSpeed ``[Rank 0] step=N, skipped=M, lr=[...]`` line."""
+    m = _DS_STEP.search(text)
+    if not m:
+        return None
+    pairs = [("skipped", float(m.group(2)))]
+    if m.group(3):
+        lrs = [x.strip() for x in m.group(3).split(",") if x.strip()]
+        if lrs:
+            pairs.append(("lr", _float(lrs[0])))
+    return MetricLine("deepspeed", int(m.group(1)), pairs)
+
+
+def parse_fairseq(text: str) -> MetricLine | None:
+    """fairseq ``| epoch 001 | loss 5.1 | ... | num_updates 100`` or ``key=value`` lines."""
+    if "epoch" not in text:
+        return None
+    pairs = _FAIRSEQ_PIPE.findall(text) if "| loss" in text else _FAIRSEQ_EQ.findall(text)
+    if not any(k == "loss" for k, _ in pairs):
+        return None
+    values = [(k, _float(v)) for k, v in pairs if k not in ("epoch",)]
+    step = next((int(_float(v)) for k, v in values if k == "num_updates"
+                 and math.isfinite(v)), None)
+    values = [(k, v) for k, v in values if k != "num_updates"]
+    return MetricLine("fairseq", step, values)
+
+
+def parse_generic(text: str) -> MetricLine | None:
+    """A generic ``step 10 ... loss 2.3`` line (both a step and a loss needed)."""
+    s = _GEN_STEP.search(text)
+    if not s:
+        return None
+    pairs = [(k, _float(v)) for k, v in _GEN_PAIR.findall(text)]
+    if not any(k == "loss" for k, _ in pairs):
+        return None
+    return MetricLine("generic", int(s.group(1)), pairs)
+
+
+def parse_metrics(text: str) -> MetricLine | None:
+    """Try each known metric format on one line; the first that fits wins."""
+    if "{'" in text:
+        got = parse_hf_dict(text)
+        if got is not None:
+            return got
+    if "iteration" in text and "|" in text:
+        got = parse_megatron(text)
+        if got is not None:
+            return got
+    if "step=" in text and "skipped=" in text:
+        return parse_deepspeed(text)
+    if "epoch" in text:
+        got = parse_fairseq(text)
+        if got is not None:
+            return got
+    if "loss" in text:
+        return parse_generic(text)
+    return None
+
+
+def logging_steps(text: str) -> int | None:
+    """``logging_steps=N`` printed in a log (an HF ``TrainingArguments`` dump)."""
+    m = _LOGGING_STEPS.search(text)
+    return int(m.group(1)) if m and int(m.group(1)) > 0 else None
+
+
+def bar_step_after(raw_after: bytes) -> int | None:
+    """The step of the first main tqdm bar redrawn in ``raw_after`` (bytes after a dict)."""
+    m = _BAR_AFTER.search(raw_after)
+    return int(m.group(1)) if m else None

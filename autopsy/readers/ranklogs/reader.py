@@ -1,0 +1,128 @@
+"""The rank-log reader module interface: ``NAME``, ``sniff``, ``read``, ``read_group``.
+
+Files are scanned one by one for small inputs, and by two worker processes when
+there are several files totalling more than :data:`PARALLEL_BYTES`.
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from autopsy.model.events import EVENT_COLUMNS, empty_events
+from autopsy.model.problem import Problem
+from autopsy.model.scalars import concat_scalars, empty_scalars, make_scalars
+from autopsy.readers.base import RunPart
+from autopsy.readers.ranklogs.lines import looks_like_text, read_head
+from autopsy.readers.ranklogs.scan import FileResult, scan_file
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+NAME = "ranklogs"
+
+#: Scan in parallel when the files together are larger than this.
+PARALLEL_BYTES = 64 << 20
+#: Worker processes used for large inputs.
+WORKERS = 2
+
+_LOG_NAME = re.compile(
+    r"(?:\.(?:log|out|err)|^(?:stdout|stderr)[^/]*|^slurm-[^/]*\.out)(?:\.\d+)?(?:\.gz)?$",
+    re.IGNORECASE)
+_TXT_NAME = re.compile(r"(?:log|rank|node|worker|stdout|stderr|out|err|train)[^/]*\.txt(?:\.gz)?$",
+                       re.IGNORECASE)
+_NOT_OURS = frozenset({"trainer_state.json", "config.json", "generation_config.json"})
+_ERROR_JSON_HEAD = re.compile(rb'^\s*\{\s*"message"\s*:\s*[{"]')
+
+
+def sniff(path: Path) -> bool:
+    """Whether ``path`` is a text log or a torchelastic ``error.json``.
+
+    Logs are recognised by name (``*.log``, ``*.out``, ``*.err``, ``stdout*``,
+    ``stderr*``, ``slurm-*.out``, each maybe ``.gz``; ``*.txt`` only when the name
+    says log, rank, node, worker, stdout/stderr or train, so ``notes.txt`` is not
+    taken) and by first bytes that look like text. ``error.json`` files by their
+    ``{"message": ...`` head.
+    """
+    name = path.name
+    if name in _NOT_OURS:
+        return False
+    if name.endswith(".json"):
+        return bool(_ERROR_JSON_HEAD.match(read_head(path, 256)))
+    if not (_LOG_NAME.search(name) or _TXT_NAME.search(name)):
+        return False
+    return looks_like_text(read_head(path))
+
+
+def read(path: Path, rel: str) -> RunPart:
+    """Read one log file (see :func:`read_group`)."""
+    return read_group([path], [rel])
+
+
+def read_group(paths: list[Path], rels: list[str]) -> RunPart:
+    """Read every rank's log: events, per-step scalars and problems."""
+    if len(paths) != len(rels):
+        raise ValueError("paths and rels differ in length")
+    results = _scan_all(paths, rels)
+    return RunPart(scalars=_scalars(results), events=_events(results),
+                   problems=[p for r in results for p in r.problems])
+
+
+def _total_size(paths: list[Path]) -> int:
+    total = 0
+    for p in paths:
+        try:
+            total += p.stat().st_size
+        except OSError:
+            pass
+    return total
+
+
+def _scan_all(paths: list[Path], rels: list[str]) -> list[FileResult]:
+    if len(paths) > 1 and _total_size(paths) > PARALLEL_BYTES:
+        try:
+            with ProcessPoolExecutor(max_workers=WORKERS) as pool:
+                return list(pool.map(scan_file, paths, rels, chunksize=1))
+        except (OSError, RuntimeError):  # no processes here: fall back to one
+            pass
+    return [_safe_scan(p, r) for p, r in zip(paths, rels, strict=True)]
+
+
+def _safe_scan(path: Path, rel: str) -> FileResult:
+    try:
+        return scan_file(path, rel)
+    except (OSError, ValueError, MemoryError) as exc:
+        out = FileResult(source=rel)
+        out.problems.append(Problem(rel, f"cannot read: {type(exc).__name__}: {exc}",
+                                    kind="unreadable"))
+        return out
+
+
+def _scalars(results: list[FileResult]) -> pd.DataFrame:
+    import pandas as pd
+
+    frames = []
+    for r in results:
+        if not r.scalars:
+            continue
+        steps, tags, values, walls, ranks, segs = zip(*r.scalars, strict=True)
+        frames.append(make_scalars(list(steps), pd.Categorical(tags), list(values),
+                                   wall_time=list(walls), rank=list(ranks),
+                                   segment=list(segs), source=r.source))
+    return concat_scalars(frames) if frames else empty_scalars()
+
+
+def _events(results: list[FileResult]) -> pd.DataFrame:
+    import pandas as pd
+
+    rows = [e for r in results for e in r.events]
+    if not rows:
+        return empty_events()
+    cols = list(EVENT_COLUMNS)
+    frame = pd.DataFrame(rows, columns=cols)
+    for col, dtype in EVENT_COLUMNS.items():
+        if col != "details":
+            frame[col] = frame[col].astype(dtype)
+    return frame

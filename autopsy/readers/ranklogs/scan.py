@@ -1,0 +1,303 @@
+"""Scan one log file: markers by literal search, then the detailed parsers.
+
+:func:`scan_file` returns plain lists (picklable, so files can be scanned in worker
+processes): event rows, scalar rows and problems.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autopsy.model.events import EventKind
+from autopsy.model.problem import Problem
+from autopsy.readers.ranklogs import events as ev
+from autopsy.readers.ranklogs.layout import PathInfo, inline_rank, path_info, split_prefix
+from autopsy.readers.ranklogs.lines import (
+    clean,
+    iter_blocks,
+    looks_like_text,
+    open_binary,
+    read_head,
+)
+from autopsy.readers.ranklogs.markers import BLOCK_MARKERS, EVENT_MARKERS, hit_lines
+from autopsy.readers.ranklogs.metrics import bar_step_after, logging_steps, parse_metrics
+from autopsy.readers.ranklogs.timestamps import parse_time
+
+#: Bytes after an HF dict line searched for the tqdm bar that gives its step.
+BAR_LOOKAHEAD = 4096
+#: Longest message kept on an event row.
+MAX_MESSAGE = 500
+_MSG_STEP = re.compile(r"\b(?:step|iteration|iter)[ :=#]+(\d+)", re.IGNORECASE)
+_ERROR_JSON_MAX = 16 << 20
+
+EventRow = tuple[int | None, float, int | None, str, str, str, int, dict[str, Any]]
+ScalarRow = tuple[int, str, float, float, int | None, int]
+
+
+@dataclass
+class FileResult:
+    """What one file gave."""
+
+    source: str = ""
+    events: list[EventRow] = field(default_factory=list)
+    scalars: list[ScalarRow] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass
+class _State:
+    """Per-file scanning state."""
+
+    rel: str
+    info: PathInfo
+    out: FileResult
+    last_step: dict[int | None, int] = field(default_factory=dict)
+    logging_steps: int | None = None
+    hf_ordinal: dict[int | None, int] = field(default_factory=dict)
+    pending_hf: list[tuple[int, list[tuple[str, float]], float, int | None, bool]] = field(
+        default_factory=list)
+    bar_steps: int = 0
+
+
+def scan_file(path: Path, rel: str) -> FileResult:
+    """Scan one log (or torchelastic ``error.json``); never raises on bad content."""
+    out = FileResult(source=rel)
+    info = path_info(rel)
+    if path.name.endswith(".json"):
+        _read_error_json(path, rel, info, out)
+        return out
+    head = read_head(path)
+    if head and not looks_like_text(head):
+        out.problems.append(Problem(rel, "does not look like text; not read", kind="not_text"))
+        return out
+    state = _State(rel, info, out)
+    truncated = 0
+    try:
+        with open_binary(path) as stream:
+            for block in iter_blocks(stream, BLOCK_MARKERS):
+                truncated += block.truncated_lines
+                _scan_block(block.data, block.first_line, state)
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        out.problems.append(Problem(rel, f"read stopped early: {type(exc).__name__}: {exc}",
+                                    used="the lines before it", kind="truncated"))
+    if truncated:
+        out.problems.append(Problem(rel, "lines longer than 64 KiB: only their last 64 KiB kept",
+                                    used="the tail of each", kind="long_line", count=truncated))
+    _resolve_hf(state)
+    return out
+
+
+def _follow(data: bytes, pos: int) -> Iterator[tuple[str, int]]:
+    """Yield ``(text, end offset)`` of each line of ``data`` from offset ``pos``."""
+    n = len(data)
+    while pos < n:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            end = n
+        yield clean(data[pos:end]), end
+        pos = end + 1
+
+
+def _scan_block(data: bytes, first_line: int, st: _State) -> None:
+    """Process every marker line of one block."""
+    line = first_line
+    cur = 0
+    skip_until = -1
+    for start in hit_lines(data):
+        if start < skip_until:
+            continue
+        line += data.count(b"\n", cur, start)
+        cur = start
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = len(data)
+        raw = data[start:end]
+        if any(m in raw for m in EVENT_MARKERS):
+            skip_until = max(skip_until, _events_of_line(data, raw, end, line, st))
+        _metrics_of_line(data, raw, end, line, st)
+
+
+def _segments(raw: bytes) -> list[bytes]:
+    """CR segments of a physical line that hold an event marker (or the line)."""
+    if b"\r" not in raw:
+        return [raw]
+    segs = [s for s in raw.split(b"\r") if any(m in s for m in EVENT_MARKERS)]
+    return segs or [raw]
+
+
+def _rank_of(prefix_rank: int | None, text: str, st: _State) -> int | None:
+    if st.info.rank is not None:
+        return st.info.rank
+    if prefix_rank is not None:
+        return prefix_rank
+    return inline_rank(text)
+
+
+def _events_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -> int:
+    """Add the events of one line; return the offset up to which lines were consumed."""
+    consumed_to = -1
+    for seg in _segments(raw):
+        text = clean(seg)
+        pre = split_prefix(text)
+        rest = pre.rest
+        rank = _rank_of(pre.rank, rest, st)
+        wall, tod = parse_time(rest)
+        base: dict[str, Any] = {"attempt": st.info.attempt}
+        if tod is not None:
+            base["time_of_day"] = tod
+        if pre.host:
+            base["host"] = pre.host
+        found = ev.line_events(rest)
+        if "Traceback (most recent call last)" in rest:
+            lines = _same_rank_lines(data, end + 1, pre.rank)
+            details, _ = ev.parse_traceback(lines)
+            msg = f"{details['exception']}: {details['exc_message']}".strip(": ")
+            _add(st, rank, wall, EventKind.TRACEBACK, msg or rest, line,
+                 {**base, **details}, rest)
+        if "ChildFailedError:" in rest:
+            entries, n = ev.parse_child_failed(t for t, _ in _follow(data, end + 1))
+            consumed_to = _offset_after(data, end + 1, n)
+            for entry in entries:
+                r = entry.get("rank")
+                msg = f"rank {r} failed: exitcode {entry.get('exitcode')}"
+                if entry.get("signal"):
+                    msg += f" ({entry['signal']})"
+                _add(st, r, wall, EventKind.CHILD_FAILED, msg, line, {**base, **entry}, rest)
+        for kind, details in found:
+            r = rank
+            if kind == EventKind.EXIT and r is None:
+                r = details.get("local_rank")
+            _add(st, r, wall, kind, rest.strip(), line, {**base, **details}, rest)
+    return consumed_to
+
+
+def _offset_after(data: bytes, pos: int, n_lines: int) -> int:
+    for _ in range(n_lines):
+        nxt = data.find(b"\n", pos)
+        if nxt < 0:
+            return len(data)
+        pos = nxt + 1
+    return pos
+
+
+def _same_rank_lines(data: bytes, pos: int, rank: int | None) -> Iterator[str]:
+    """Lines after ``pos`` with their prefix removed, other ranks' lines skipped."""
+    for text, _ in _follow(data, pos):
+        pre = split_prefix(text)
+        if rank is not None and pre.rank is not None and pre.rank != rank:
+            continue
+        yield pre.rest
+
+
+def _add(st: _State, rank: int | None, wall: float, kind: EventKind, message: str, line: int,
+         details: dict[str, Any], text: str) -> None:
+    step = st.last_step.get(rank)
+    if step is None:
+        m = _MSG_STEP.search(text)
+        if m:
+            step = int(m.group(1))
+    st.out.events.append((rank, wall, step, kind.value, message[:MAX_MESSAGE], st.rel, line,
+                          details))
+
+
+def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -> None:
+    text = clean(raw)
+    if "logging_steps" in text and st.logging_steps is None:
+        st.logging_steps = logging_steps(text)
+    pre = split_prefix(text)
+    got = parse_metrics(pre.rest)
+    if got is None or not got.values:
+        return
+    rank = _rank_of(pre.rank, pre.rest, st)
+    wall, _ = parse_time(pre.rest)
+    seg = st.info.attempt
+    if got.kind in ("hf", "hf_eval"):
+        step = bar_step_after(data[end:end + BAR_LOOKAHEAD])
+        if step is None:
+            n = st.hf_ordinal.get(rank, 0) + (1 if got.kind == "hf" else 0)
+            st.hf_ordinal[rank] = n
+            st.pending_hf.append((n, got.values, wall, rank, got.kind == "hf_eval"))
+            return
+        st.bar_steps += 1
+    else:
+        step = got.step
+    if step is None:
+        return
+    st.last_step[rank] = step
+    for tag, value in got.values:
+        st.out.scalars.append((step, tag, value, wall, rank, seg))
+
+
+def _resolve_hf(st: _State) -> None:
+    """Give HF dict lines without a bar a step: ordinal × logging_steps, or the ordinal."""
+    if not st.pending_hf:
+        return
+    spacing = st.logging_steps or 1
+    for n, values, wall, rank, _is_eval in st.pending_hf:
+        step = n * spacing
+        for tag, value in values:
+            st.out.scalars.append((step, tag, value, wall, rank, st.info.attempt))
+    how = (f"numbered by order × logging_steps={st.logging_steps}" if st.logging_steps
+           else "numbered 1, 2, 3... in order (logging_steps unknown)")
+    st.out.problems.append(Problem(
+        st.rel, f"{len(st.pending_hf)} HF Trainer log lines carry no step; {how}",
+        used="their values, with guessed steps", kind="step_guessed",
+        count=len(st.pending_hf)))
+
+
+def _read_error_json(path: Path, rel: str, info: PathInfo, out: FileResult) -> None:
+    """A torchelastic ``error.json``: one ``error_file`` event."""
+    try:
+        if path.stat().st_size > _ERROR_JSON_MAX:
+            out.problems.append(Problem(rel, "error.json larger than 16 MiB; not read",
+                                        kind="too_large"))
+            return
+        doc = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
+    except (OSError, ValueError) as exc:
+        out.problems.append(Problem(rel, f"not a readable error.json: {exc}",
+                                    kind="invalid_json"))
+        return
+    msg = doc.get("message") if isinstance(doc, dict) else None
+    if isinstance(msg, str):
+        msg = {"message": msg}
+    if not isinstance(msg, dict):
+        out.problems.append(Problem(rel, "error.json without a message object",
+                                    kind="invalid_json"))
+        return
+    text = str(msg.get("message", ""))
+    extra = msg.get("extraInfo") if isinstance(msg.get("extraInfo"), dict) else {}
+    details: dict[str, Any] = {"attempt": info.attempt}
+    last = [ln for ln in text.strip().splitlines() if ln.strip()]
+    head = last[-1] if last else ""
+    m = re.match(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$", head)
+    if m:
+        details["exception"], details["exc_message"] = m.group(1), (m.group(2) or "")
+    stack = extra.get("py_callstack")
+    if isinstance(stack, str):
+        tb, _ = ev.parse_traceback(stack.splitlines()[1:])
+        details["frames"] = tb["frames"]
+        if "user_frame" in tb:
+            details["user_frame"] = tb["user_frame"]
+    wall = math.nan
+    ts = extra.get("timestamp")
+    try:
+        wall = float(ts) if ts is not None else math.nan
+    except (TypeError, ValueError):
+        pass
+    for key in ("errorCode", "error_code"):
+        if key in doc:
+            details["error_code"] = doc[key]
+    oom = ev.oom_details(text)
+    out.events.append((info.rank, wall, None, EventKind.ERROR_FILE.value,
+                       (head or text)[:MAX_MESSAGE], rel, 1, details))
+    if oom is not None:
+        out.events.append((info.rank, wall, None, EventKind.OOM.value, head[:MAX_MESSAGE], rel,
+                           1, {**details, **oom}))

@@ -1,0 +1,44 @@
+"""Timestamps found at the start of log lines.
+
+* ISO (``2024-05-01 12:00:00,123``, ``[2024-05-01 12:00:00]``, ``2024-05-01T12:00:00.5``):
+  a wall time in seconds since the epoch, read as UTC (logs rarely carry a zone);
+* glog (``[E1218 20:27:21.43 ...]``, ``W0801 13:23:17.366000 ...``): no year, so the
+  wall time stays unknown (NaN) and the time of day (seconds) is returned apart.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timezone
+
+_ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
+_GLOG = re.compile(r"(?:^|[\[\]: ])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+
+#: Only this many leading characters of a line are searched for a timestamp.
+HEAD_CHARS = 80
+
+
+def parse_time(text: str) -> tuple[float, float | None]:
+    """Return ``(wall_time, time_of_day)`` from the head of ``text``.
+
+    ``wall_time`` is NaN when the line has no dated timestamp; ``time_of_day``
+    (seconds since midnight) is set for glog stamps, else None.
+    """
+    head = text[:HEAD_CHARS]
+    m = _ISO.search(head)
+    if m:
+        y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
+        frac = float("0." + m.group(7)) if m.group(7) else 0.0
+        try:
+            dt = datetime(y, mo, d, h, mi, s, tzinfo=timezone.utc)
+        except ValueError:
+            return math.nan, None
+        return dt.timestamp() + frac, None
+    m = _GLOG.search(head)
+    if m:
+        h, mi, s = int(m.group(3)), int(m.group(4)), int(m.group(5))
+        frac = float("0." + m.group(6)) if m.group(6) else 0.0
+        if h < 24 and mi < 60 and s < 61:
+            return math.nan, h * 3600 + mi * 60 + s + frac
+    return math.nan, None
