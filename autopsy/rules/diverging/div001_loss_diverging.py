@@ -52,7 +52,10 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
         ``min_rise_points`` points the smoothed loss never came back near its best,
         and it ended at least ``min_rel_rise`` above it, and ``noise_k`` times the
         point-to-point noise of log(loss) up to the minimum, so that noisy runs
-        need a clearer rise), or an explosion by ``explode_ratio`` or more over
+        need a clearer rise, and it ended that far above the median level of as
+        many points before the best as the rise is long, so the luckiest point of
+        a noisy floor is not taken for the best), or an explosion by
+        ``explode_ratio`` or more over
         the last ``min_explode_points`` points. The loss is smoothed by a running median
         over ``smooth_points`` points or 1/``smooth_fraction`` of the run. Every
         logged value is still finite; once the loss turns NaN/Inf, the NaN rules
@@ -112,7 +115,11 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
     tail = values[-int(ctx["min_explode_points"]):]
     exploded = n_rise >= ctx["min_explode_points"] and bool(
         (tail >= base * ctx["explode_ratio"]).all())
-    sustained = n_rise >= ctx["min_rise_points"] and ratio >= need
+    # A real rise also clears the typical level before the best, not only the luckiest
+    # smoothed point of a noisy floor (a noisy plateau ending the run is no divergence).
+    span = max(int(ctx["min_rise_points"]), n_rise)
+    prior = float(np.median(values[max(0, best_i - span):best_i + 1]))
+    sustained = n_rise >= ctx["min_rise_points"] and ratio >= need and end >= prior * need
     if not (exploded or sustained):
         return None
     ratio = max(ratio, float(np.median(tail)) / base) if exploded else ratio
