@@ -20,6 +20,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import sys
@@ -134,11 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", metavar="SITUATION", choices=sorted(VARIANTS),
                         help="make only these situations' variants")
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (%(default)s)")
+    parser.add_argument("--seed-offset", type=int, default=0, metavar="N",
+                        help="add N to every variant's seed: a fresh batch no rule was tuned on")
     ns = parser.parse_args(argv)
     out = ns.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     jobs = [
-        (situation, i, params)
+        (situation, i, dataclasses.replace(params, seed=params.seed + ns.seed_offset))
         for situation, variants in VARIANTS.items()
         if not ns.only or situation in ns.only
         for i, params in enumerate(variants, start=1)
