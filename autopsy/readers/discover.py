@@ -24,6 +24,7 @@ READER_MODULES: tuple[str, ...] = (
     "autopsy.readers.trainer_state",
     "autopsy.readers.hf_config",
     "autopsy.readers.tensorboard",
+    "autopsy.readers.ranklogs",
 )
 
 #: Directory names never descended into (tool caches, VCS metadata).

@@ -65,6 +65,21 @@ class _State:
     pending_hf: list[tuple[int, list[tuple[str, float]], float, int | None, bool]] = field(
         default_factory=list)
     bar_steps: int = 0
+    restarts: int = 0
+    top_step: dict[int | None, int] = field(default_factory=dict)
+
+    def segment_for(self, rank: int | None, step: int, train: bool) -> int:
+        """The segment of a point: the path's attempt plus restarts seen in this file.
+
+        A training step lower than the rank's last training step means the run
+        started again (a resume from a checkpoint) inside the same log.
+        """
+        if train:
+            last = self.top_step.get(rank)
+            if last is not None and step < last:
+                self.restarts += 1
+            self.top_step[rank] = step
+        return self.info.attempt + self.restarts
 
 
 def scan_file(path: Path, rel: str) -> FileResult:
@@ -218,7 +233,6 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
         return
     rank = _rank_of(pre.rank, pre.rest, st)
     wall, _ = parse_time(pre.rest)
-    seg = st.info.attempt
     if got.kind in ("hf", "hf_eval"):
         step = bar_step_after(data[end:end + BAR_LOOKAHEAD])
         if step is None:
@@ -232,6 +246,7 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
     if step is None:
         return
     st.last_step[rank] = step
+    seg = st.segment_for(rank, step, got.kind != "hf_eval")
     for tag, value in got.values:
         st.out.scalars.append((step, tag, value, wall, rank, seg))
 
