@@ -19,7 +19,7 @@ _NAME_RANK = re.compile(r"(?:^|[^a-z])(?:rank|local_rank|proc|worker)[-_.]?(\d+)
 _RANK_DIR = re.compile(r"(?:^|/)(?:rank|local_rank)[-_]?(\d+)/", re.IGNORECASE)
 
 _PREFIX = re.compile(
-    r"^(?:\[(?:rank|default)(?P<a>\d+)\]:"
+    r"^(?:\[(?:rank|default)(?P<a>\d+)\]: ?"
     r"|(?P<b>\d{1,6}): "
     r"|\[(?P<job>\d+),(?P<c>\d+)\]<(?:stdout|stderr)>:"
     r"|(?P<host>[A-Za-z][\w.-]*\d[\w.-]*): )"

@@ -1,0 +1,121 @@
+"""Rank logs: robust streaming (CR bars, ANSI, CRLF, bad bytes, huge lines, gz, binary)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from autopsy.readers import ranklogs
+from autopsy.readers.ranklogs.lines import MAX_LINE_BYTES, clean, iter_blocks, split_cr
+from autopsy.readers.ranklogs.scan import scan_file
+
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB. GPU 0 has a "
+       "total capacity of 23.65 GiB of which 11.06 MiB is free.")
+
+
+def _read(path: Path):
+    return ranklogs.read(path, path.name)
+
+
+def test_cr_progress_bar_glued_to_error_is_found(tmp_path: Path) -> None:
+    log = tmp_path / "rank0.log"
+    log.write_bytes(b"ok\n 45%|####5     | 45/100 [00:03<00:04, 12.1it/s]\r"
+                    + OOM.encode() + b"\n")
+    part = _read(log)
+    oom = part.events[part.events["kind"] == "oom"]
+    assert len(oom) == 1
+    assert oom["line"].iloc[0] == 2
+    assert oom["details"].iloc[0]["tried"] == 22 * 2**20
+
+
+def test_split_cr_keeps_meaningful_segment() -> None:
+    assert split_cr(b"\r 10%|#  | 10/100 [00:01<00:09]\r    \r{'loss': 1.0}") == b"{'loss': 1.0}"
+    assert split_cr(b"RuntimeError: boom\r 10%|#  | 10/100 [00:01<00:09]") == b"RuntimeError: boom"
+
+
+def test_ansi_crlf_and_bad_bytes_are_cleaned() -> None:
+    assert clean(b"\x1b[31mRuntimeError: x\x1b[0m\r\n") == "RuntimeError: x"
+    assert clean(b"caf\xe9 \xff ok") == "caf\ufffd \ufffd ok"
+
+
+def test_crlf_log_gives_events_and_line_numbers(tmp_path: Path) -> None:
+    log = tmp_path / "stdout.log"
+    log.write_bytes(b"a\r\nb\r\n\x1b[1;31mKilled\x1b[0m\r\n")
+    part = _read(log)
+    assert part.events["kind"].tolist() == ["host_kill"]
+    assert part.events["line"].tolist() == [3]
+
+
+def test_non_utf8_bytes_do_not_stop_reading(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_bytes(b"\xff\xfe\xfa garbage \x80\n" + OOM.encode() + b"\n")
+    part = _read(log)
+    assert (part.events["kind"] == "oom").sum() == 1
+
+
+def test_huge_single_line_is_capped(tmp_path: Path) -> None:
+    log = tmp_path / "rank1.log"
+    with open(log, "wb") as fh:
+        chunk = b"x" * (1 << 20)
+        for _ in range(100):
+            fh.write(chunk)
+        fh.write(b" " + OOM.encode() + b"\nstep 3 loss 1.5\n")
+    res = scan_file(log, "rank1.log")
+    kinds = [e[3] for e in res.events]
+    assert kinds == ["oom"]
+    assert res.events[0][6] == 1  # 1-based line of the huge line
+    assert [p.kind for p in res.problems] == ["long_line"]
+    assert res.scalars == [(3, "loss", 1.5, res.scalars[0][3], 1, 0)]
+
+
+def test_blocks_never_exceed_cap_for_a_line(tmp_path: Path) -> None:
+    path = tmp_path / "x.log"
+    path.write_bytes(b"y" * (5 * MAX_LINE_BYTES) + b"\nshort\n")
+    with open(path, "rb") as fh:
+        blocks = list(iter_blocks(fh, block_bytes=MAX_LINE_BYTES // 2))
+    assert all(len(b.data) <= 2 * MAX_LINE_BYTES for b in blocks)
+    assert blocks[-1].data.endswith(b"short\n")
+    assert sum(b.truncated_lines for b in blocks) == 1
+
+
+def test_binary_garbage_and_empty_files(tmp_path: Path) -> None:
+    garbage = tmp_path / "rank0.log"
+    garbage.write_bytes(bytes(range(256)) * 40)
+    assert not ranklogs.sniff(garbage)
+    part = _read(garbage)
+    assert part.events.empty and [p.kind for p in part.problems] == ["not_text"]
+    empty = tmp_path / "rank1.log"
+    empty.write_bytes(b"")
+    assert ranklogs.sniff(empty)
+    part = _read(empty)
+    assert part.events.empty and part.scalars.empty and part.problems == []
+
+
+def test_gz_log_is_read(tmp_path: Path) -> None:
+    log = tmp_path / "rank2.log.gz"
+    with gzip.open(log, "wb") as fh:
+        fh.write(b"step 1 loss 2.0\n" + OOM.encode() + b"\n")
+    assert ranklogs.sniff(log)
+    part = _read(log)
+    assert part.events["kind"].tolist() == ["oom"]
+    assert part.events["rank"].tolist() == [2]
+    assert part.events["step"].tolist() == [1]
+    torn = tmp_path / "rank3.log.gz"
+    torn.write_bytes(log.read_bytes()[:-12])
+    part = _read(torn)
+    assert [p.kind for p in part.problems] == ["truncated"]
+
+
+def test_sniff_by_name(tmp_path: Path) -> None:
+    for name in ("rank3.log", "job-rank-3.out", "slurm-1234.out", "stderr.log", "node01.err",
+                 "train_log.txt", "stdout"):
+        p = tmp_path / name
+        p.write_text("hello\n")
+        assert ranklogs.sniff(p), name
+    for name in ("notes.txt", "trainer_state.json", "config.json", "model.bin", "a.py"):
+        p = tmp_path / name
+        p.write_text("{}\n")
+        assert not ranklogs.sniff(p), name
+    err = tmp_path / "error.json"
+    err.write_text('{"message": {"message": "RuntimeError: x", "extraInfo": {}}}')
+    assert ranklogs.sniff(err)
