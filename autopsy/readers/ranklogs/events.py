@@ -36,8 +36,8 @@ def to_bytes(number: str, unit: str) -> int | None:
 _WORK = re.compile(r"WorkNCCL\((.*?)\)\s*ran for (\d+) milliseconds")
 _WORK_FIELDS = re.compile(r"(SeqNum|OpType|NumelIn|NumelOut|Timeout\(ms\))=([^,)]+)")
 _WORK_ANY = re.compile(r"WorkNCCL\((.*?)\)(?:\s|$)")
-_TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (\d+), last enqueued NCCL work: (-?\d+), "
-                         r"last completed NCCL work: (-?\d+)")
+_TIMEOUT_AT = re.compile(r"(?:Timeout at NCCL work|detected by watchdog at work): (\d+), "
+                         r"last enqueued NCCL work: (-?\d+), last completed NCCL work: (-?\d+)")
 _SEQ_ID = re.compile(r"work sequence id:? (\d+)")
 _PG = re.compile(r"\[PG (?:ID )?([^\]]*?)\s*Rank (\d+)\]")
 _STUCK = re.compile(r"got stuck for (\d+) seconds")
@@ -79,7 +79,7 @@ def nccl_events(text: str) -> list[tuple[EventKind, Details]]:
         base["pg"] = pg.group(1).strip()
         base["pg_rank"] = int(pg.group(2))
     if "Watchdog caught collective operation timeout" in text or "Timeout at NCCL work" in text \
-            or "failure detected by watchdog" in text:
+            or "detected by watchdog at work" in text or "failure detected by watchdog" in text:
         d = dict(base)
         m = _WORK.search(text)
         if m:
@@ -92,6 +92,7 @@ def nccl_events(text: str) -> list[tuple[EventKind, Details]]:
         m = _TIMEOUT_AT.search(text)
         if m:
             d["timeout_at"] = int(m.group(1))
+            d.setdefault("SeqNum", int(m.group(1)))
             d["last_enqueued"] = int(m.group(2))
             d["last_completed"] = int(m.group(3))
         m = _SEQ_ID.search(text)
@@ -118,10 +119,12 @@ def nccl_events(text: str) -> list[tuple[EventKind, Details]]:
         out.append((EventKind.COLLECTIVE_TIMEOUT,
                     dict(base, backend="gloo", timeout_ms=int(m.group(1)), op=m.group(2))))
     if "Connection closed by peer" in text:
-        peer = re.search(r"\[([^\]]+)\]:\s*Connection closed by peer \[([^\]]+)\]", text)
+        peer = re.search(r"Connection closed by peer \[([^\]]+)\](?::(\d+))?", text)
         d = dict(base)
         if peer:
-            d["local"], d["peer"] = peer.group(1), peer.group(2)
+            d["peer"] = peer.group(1)
+            if peer.group(2):
+                d["peer_port"] = int(peer.group(2))
         out.append((EventKind.CONNECTION_CLOSED, d))
     if "NCCL WARN" in text:
         m = _NCCL_WARN.search(text)
@@ -334,7 +337,7 @@ def line_events(text: str) -> list[tuple[EventKind, Details]]:
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?')
 _EXC = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
-_LIB = ("site-packages", "dist-packages", "/torch/", "/lib/python", "<frozen")
+_LIB = ("site-packages", "dist-packages", "/torch/", "/lib/python", "<frozen", "/bin/torchrun")
 
 #: How many frames of a traceback are kept (the innermost).
 KEEP_FRAMES = 5

@@ -13,6 +13,7 @@ EVENT_MARKERS: tuple[bytes, ...] = (
     b"Watchdog caught collective operation timeout",
     b"Timeout at NCCL work",
     b"failure detected by watchdog",
+    b"detected by watchdog at work",
     b"watchdog got stuck",
     b"Heartbeat monitor timed out",
     b"lagging",

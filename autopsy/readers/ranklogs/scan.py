@@ -188,8 +188,8 @@ def _events_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) ->
                 _add(st, r, wall, EventKind.CHILD_FAILED, msg, line, {**base, **entry}, rest)
         for kind, details in found:
             r = rank
-            if kind == EventKind.EXIT and r is None:
-                r = details.get("local_rank")
+            if r is None and "local_rank" in details:  # torchelastic: single-node rank
+                r = details["local_rank"]
             _add(st, r, wall, kind, rest.strip(), line, {**base, **details}, rest)
     return consumed_to
 

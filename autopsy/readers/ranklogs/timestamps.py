@@ -13,7 +13,7 @@ import re
 from datetime import datetime, timezone
 
 _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
-_GLOG = re.compile(r"(?:^|[\[\]: ])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+_GLOG = re.compile(r"(?:^|[\[\]: ])[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?")
 
 #: Only this many leading characters of a line are searched for a timestamp.
 HEAD_CHARS = 80
@@ -38,7 +38,7 @@ def parse_time(text: str) -> tuple[float, float | None]:
     m = _GLOG.search(head)
     if m:
         h, mi, s = int(m.group(3)), int(m.group(4)), int(m.group(5))
-        frac = float("0." + m.group(6)) if m.group(6) else 0.0
+        frac = float("0." + m.group(6)[:6]) if m.group(6) else 0.0
         if h < 24 and mi < 60 and s < 61:
             return math.nan, h * 3600 + mi * 60 + s + frac
     return math.nan, None
