@@ -49,6 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import multirank  # the 4-rank torchrun runs (beside this file)
+
 os.environ["HF_HUB_OFFLINE"] = "1"  # never touch the Hub: models are built from configs
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -997,7 +999,7 @@ def _label(family: str, cause: str | list[str] | None, first_bad_step: int | Non
         "family": family,
         "cause": cause,
         "first_bad_step": first_bad_step,
-        "culprit_rank": None,  # every sample run is a single process
+        "culprit_rank": None,  # a single process (multirank.py labels the multi-rank runs)
         **facts,
     }
 
@@ -1736,6 +1738,20 @@ RUNS: dict[str, RunSpec] = {
         ),
     )
 }
+RUNS.update(
+    {
+        spec.name: RunSpec(
+            name=spec.name,
+            situation=spec.situation,
+            how=spec.how,
+            train=spec.train,
+            check=spec.check,
+            conclusion=spec.conclusion,
+            crash_launches=frozenset({0}) if spec.crashes else frozenset(),
+        )
+        for spec in multirank.SPECS
+    }
+)
 
 
 def _launch(spec: RunSpec, out: Path, dirname: str, launch: int, p: Params) -> int:
@@ -1849,16 +1865,32 @@ Beside each run, `<name>.label.json` says what really happened: `family` (one of
 root first), `first_bad_step` (null when healthy; in the run's own step numbering: the first
 NaN/Inf loss or grad-norm step for `nan_inf`, the first rising step for `diverging`, the
 eval-loss minimum after which eval rises for `overfitting`, the first logged step for
-`not_decreasing`), `culprit_rank` (null: single-process runs), and the facts the self-check
+`not_decreasing`), `culprit_rank` (the rank that failed first; null for single-process and
+healthy runs), and the facts the self-check
 measured (`warnings`, spike steps, loss scale...). They are computed by `make.py`'s self-check
 from the run itself, never typed by hand; `bench/accuracy.py` scores autopsy against them
 (figures in [`docs/accuracy.md`](../docs/accuracy.md)), and `bench/variants.py` regenerates
 every situation with other seeds, learning rates, sizes and schedules.
 
+The `ddp_*` runs are real multi-rank jobs made by [`multirank.py`](multirank.py): 4 ranks
+launched by `torchrun --standalone --nproc_per_node 4` on the gloo backend (CPU, collective
+timeout 15 s) run [`ddp_worker.py`](ddp_worker.py), a tiny MLP (DDP, SGD 0.1) on synthetic
+batches, every rank logging a timestamped `step N loss X mean_loss X grad_norm X lr X` line per
+step (Python `logging`, on stderr), with one failure planted on one rank. Two log layouts:
+`--redirects 3 --log-dir logs` (per-rank `logs/<run_id>/attempt_0/<rank>/stdout.log`,
+`stderr.log` and `error.json` from `@record`; `train.log` holds torchrun's own output and its
+`ChildFailedError` block) and `--tee 3` (every rank interleaved in `train.log` with torchrun's
+`[defaultN]:` prefixes). Their labels add per-rank facts (`ranks`: last step, exit code, first
+error), `timed_out_ranks`, `connection_closed_ranks`, `sigterm_ranks` and
+`torchelastic_root_cause_rank` (torchelastic's "Root Cause", which often names a victim). Each
+takes 15-30 s (the failing ones wait for the 15 s timeout).
+
 Choices: spikes that recover are a warning, not a failure, so `loss_spikes_recover` is labelled
 `healthy` with `"warnings": ["loss-spikes"]`; `resumed_after_stop` is `healthy` (its crash was
 resumed from; the crash is in the label's `crash`); the NaN runs accept `lr_too_high`,
-`no_clipping` or `no_warmup` (the run had all three).
+`no_clipping` or `no_warmup` (the run had all three). A stalled rank is `hang` /
+`dead_rank` (`straggler` accepted); the DETAIL collective mismatch fails fast on every rank, so
+it is `crash`, while the same mismatch without DETAIL ends in timeouts, so `hang`.
 
 Regenerate with `python sample_runs/make.py [NAME ...]` (needs torch, transformers,
 accelerate, tensorboard; seconds per run); `--list` lists the runs. Seeds are fixed and

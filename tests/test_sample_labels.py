@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,14 @@ FAMILIES = {
 REQUIRED = ("family", "cause", "first_bad_step", "culprit_rank")
 RUN_NAMES = sorted(p.name for p in SAMPLE_RUNS.iterdir() if p.is_dir() and not
                    p.name.startswith((".", "__")))
+#: the torchrun runs of ``sample_runs/multirank.py`` (their labels carry ``world_size``)
+MULTI_RANK = sorted(
+    n for n in RUN_NAMES
+    if "world_size" in json.loads((SAMPLE_RUNS / f"{n}.label.json").read_text(encoding="utf-8"))
+)
+SINGLE = [n for n in RUN_NAMES if n not in MULTI_RANK]
+STEP_LINE = re.compile(r"\bstep (\d+) loss ")
+TEE_PREFIX = re.compile(r"^\[default(\d+)\]:")
 
 
 def _label(name: str) -> dict[str, Any]:
@@ -61,10 +70,13 @@ def test_every_run_has_a_well_formed_label(name: str) -> None:
         assert cause is None and label["first_bad_step"] is None
     else:
         assert cause is not None and isinstance(label["first_bad_step"], int)
-    assert label["culprit_rank"] is None  # single-process runs
+    if name in MULTI_RANK and label["family"] != "healthy":
+        assert label["culprit_rank"] in range(label["world_size"])
+    else:
+        assert label["culprit_rank"] is None  # single-process runs, healthy multi-rank run
 
 
-@pytest.mark.parametrize("name", RUN_NAMES)
+@pytest.mark.parametrize("name", SINGLE)
 def test_label_agrees_with_the_run(name: str) -> None:
     label = _label(name)
     run = autopsy.load_run(SAMPLE_RUNS / name)
@@ -144,3 +156,58 @@ def test_plain_loop_config_is_read() -> None:
     assert run.config["learning_rate"] == pytest.approx(3.0)
     assert run.config["max_grad_norm"] == pytest.approx(1.0)
     assert run.config["warmup_steps"] == 80
+
+
+def _rank_logs(run_dir: Path) -> dict[int, str]:
+    """``{rank: text}``: torchrun's ``--log-dir`` files, else the ``[defaultN]:`` lines."""
+    files = sorted(run_dir.glob("logs/*/attempt_0/*/stderr.log"))
+    if files:
+        return {int(f.parent.name): f.read_text(encoding="utf-8") for f in files}
+    out: dict[int, list[str]] = {}
+    for line in (run_dir / "train.log").read_text(encoding="utf-8").splitlines():
+        m = TEE_PREFIX.match(line)
+        if m:
+            out.setdefault(int(m.group(1)), []).append(line[m.end():])
+    return {r: "\n".join(lines) for r, lines in out.items()}
+
+
+def test_there_are_multi_rank_runs() -> None:
+    assert len(MULTI_RANK) >= 6
+    families = {_label(n)["family"] for n in MULTI_RANK}
+    assert {"healthy", "crash", "hang"} <= families
+
+
+@pytest.mark.parametrize("name", MULTI_RANK)
+def test_multi_rank_label_agrees_with_the_logs(name: str) -> None:
+    label = _label(name)
+    logs = _rank_logs(SAMPLE_RUNS / name)
+    assert sorted(logs) == list(range(label["world_size"]))
+    assert (label["log_layout"] == "redirects") == (SAMPLE_RUNS / name / "logs").is_dir()
+    for rank, text in logs.items():
+        steps = [int(s) for s in STEP_LINE.findall(text)]
+        assert max(steps) == label["ranks"][str(rank)]["last_step"], f"{name}: rank {rank}"
+        error = label["ranks"][str(rank)]["first_error"]
+        assert (error is None) == ("Error: " not in text)
+        assert ("Timed out waiting" in text) == (rank in label["timed_out_ranks"])
+    culprit, step = label["culprit_rank"], label["first_bad_step"]
+    if label["family"] == "healthy":
+        assert not label["timed_out_ranks"] and label["torchelastic_root_cause_rank"] is None
+    else:
+        # the culprit never completed its first bad step
+        assert label["ranks"][str(culprit)]["last_step"] == step - 1
+        assert "ChildFailedError" in (SAMPLE_RUNS / name / "train.log").read_text("utf-8")
+
+
+def test_multi_rank_culprits_show_their_situation() -> None:
+    exc = _rank_logs(SAMPLE_RUNS / "ddp_rank_exception")[2]
+    assert "ValueError: batch at step 15" in exc
+    assert list((SAMPLE_RUNS / "ddp_rank_exception").glob("logs/*/attempt_0/2/error.json"))
+    stall = _label("ddp_rank_stall_timeout")
+    assert stall["culprit_rank"] not in stall["timed_out_ranks"]
+    assert stall["torchelastic_root_cause_rank"] != stall["culprit_rank"]  # names a victim
+    detail = _rank_logs(SAMPLE_RUNS / "ddp_collective_mismatch_detail")
+    assert all("Detected mismatch between collectives" in t for t in detail.values())
+    silent = _rank_logs(SAMPLE_RUNS / "ddp_collective_mismatch_silent")
+    assert not any("Detected mismatch" in t for t in silent.values())
+    uneven = _label("ddp_uneven_batches")
+    assert uneven["batches_per_rank"]["0"] == uneven["first_bad_step"] - 1
