@@ -38,6 +38,8 @@ _WORK_FIELDS = re.compile(r"(SeqNum|OpType|NumelIn|NumelOut|Timeout\(ms\))=([^,)
 _WORK_ANY = re.compile(r"WorkNCCL\((.*?)\)(?:\s|$)")
 _TIMEOUT_AT = re.compile(r"(?:Timeout at NCCL work|detected by watchdog at work): (\d+), "
                          r"last enqueued NCCL work: (-?\d+), last completed NCCL work: (-?\d+)")
+_PG_STATUS = re.compile(r"last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: "
+                        r"(-?\d+)")
 _SEQ_ID = re.compile(r"work sequence id:? (\d+)")
 _PG = re.compile(r"\[PG (?:ID )?([^\]]*?)\s*Rank (\d+)\]")
 _STUCK = re.compile(r"got stuck for (\d+) seconds")
@@ -98,6 +100,10 @@ def nccl_events(text: str) -> list[tuple[EventKind, Details]]:
         m = _SEQ_ID.search(text)
         if m:
             d.setdefault("SeqNum", int(m.group(1)))
+        m = _PG_STATUS.search(text)
+        if m:
+            d.setdefault("last_enqueued", int(m.group(1)))
+            d.setdefault("last_completed", int(m.group(2)))
         out.append((EventKind.NCCL_TIMEOUT, d))
     if "watchdog got stuck" in text or "Heartbeat monitor timed out" in text:
         d = dict(base)
@@ -143,6 +149,32 @@ def nccl_events(text: str) -> list[tuple[EventKind, Details]]:
         out.append((EventKind.COLLECTIVE_MISMATCH, d))
     out.extend(rendezvous_events(text, base))
     return out
+
+
+_DESYNC_LINE = re.compile(r"^\s*-?\s*\[([\d, ]+)\]\s*(.*)$")
+
+
+def desync_continuation(lines: Iterable[str]) -> Details | None:
+    """Ranks listed on the lines after "... ranks that caused the desync are:"."""
+    ranks: list[int] = []
+    what: list[str] = []
+    for n, text in enumerate(lines):
+        m = _DESYNC_LINE.match(text)
+        if not m:
+            if n == 0:
+                continue
+            break
+        ranks.extend(_ints(m.group(1)))
+        what.append(m.group(2).strip())
+        if n > 20:
+            break
+    if not ranks:
+        return None
+    d: Details = {"lagging_ranks": ranks, "why": what}
+    c = re.search(r"join collective #(\d+)|finish collective #(\d+)", " ".join(what))
+    if c:
+        d["collective"] = int(c.group(1) or c.group(2))
+    return d
 
 
 def mismatch_details(text: str) -> Details:

@@ -186,12 +186,34 @@ def _events_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) ->
                 if entry.get("signal"):
                     msg += f" ({entry['signal']})"
                 _add(st, r, wall, EventKind.CHILD_FAILED, msg, line, {**base, **entry}, rest)
+        if "caused the desync are" in rest and not any(
+                k == EventKind.DESYNC_REPORT for k, _ in found):
+            cont = ev.desync_continuation(t for t, _ in _follow(data, end + 1))
+            if cont is not None:
+                found.append((EventKind.DESYNC_REPORT, cont))
+        if rank is None and rest[:1] in (" ", "\t"):
+            rank = _header_rank(data, data.rfind(b"\n", 0, end) + 1)
         for kind, details in found:
             r = rank
             if r is None and "local_rank" in details:  # torchelastic: single-node rank
                 r = details["local_rank"]
             _add(st, r, wall, kind, rest.strip(), line, {**base, **details}, rest)
     return consumed_to
+
+
+def _header_rank(data: bytes, start: int) -> int | None:
+    """The prefix rank of the line an indented continuation line belongs to."""
+    pos = start
+    for _ in range(40):
+        if pos <= 0:
+            return None
+        prev = data.rfind(b"\n", 0, pos - 1) + 1
+        text = clean(data[prev:pos - 1])
+        if text[:1] not in (" ", "\t"):
+            pre = split_prefix(text)
+            return pre.rank if pre.rank is not None else inline_rank(pre.rest)
+        pos = prev
+    return None
 
 
 def _offset_after(data: bytes, pos: int, n_lines: int) -> int:
