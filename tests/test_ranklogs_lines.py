@@ -119,3 +119,21 @@ def test_sniff_by_name(tmp_path: Path) -> None:
     err = tmp_path / "error.json"
     err.write_text('{"message": {"message": "RuntimeError: x", "extraInfo": {}}}')
     assert ranklogs.sniff(err)
+
+
+def test_random_bytes_with_markers_never_raise(tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(7)
+    pieces = [b"Traceback (most recent call last):", b"ChildFailedError:", b"[rank1]: ",
+              b"{'loss': ", b"\r", b"\n", b"\x1b[31m", b"out of memory", b"Tried to allocate ",
+              b"iteration 3/ 9 |", b"step=", b"Watchdog caught collective operation timeout",
+              b"WorkNCCL(SeqNum=", b"[0]:", b"  File \"", b"caused the desync are:", b"\xff"]
+    for i in range(30):
+        data = b"".join(rng.choice(pieces) if rng.random() < 0.6 else
+                        bytes(rng.randrange(32, 256) for _ in range(rng.randrange(1, 40)))
+                        for _ in range(rng.randrange(1, 400)))
+        log = tmp_path / f"rank{i}.log"
+        log.write_bytes(data)
+        part = ranklogs.read(log, log.name)  # must not raise
+        assert part.events is not None and part.scalars is not None

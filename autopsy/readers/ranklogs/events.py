@@ -300,10 +300,11 @@ _SIGNAL_PID = re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID (\d+)")
 _DL_KILLED = re.compile(r"DataLoader worker \(pid (\d+)\) is killed by signal: ([\w ]+)")
 _BASH_KILLED = re.compile(r"^(?:.*line \d+:\s*(\d+) )?Killed\b")
 _OVERFLOW_DS = re.compile(r"OVERFLOW! Rank (\d+) Skipping step\. Attempted loss scale: "
-                          r"([\d.e+-]+), reducing to ([\d.e+-]+)")
+                          r"([\d.e+-]+?),? (?:reducing to ([\d.e+-]+)|but hysteresis is (\d+))")
 _OVERFLOW_ITER = re.compile(r"Grad overflow on iteration (\d+)")
 _OVERFLOW_APEX = re.compile(r"Gradient overflow\.\s+Skipping step, loss scaler (\d+) reducing "
                             r"loss scale to ([\d.e+-]+)")
+_OVERFLOW_FAIRSEQ = re.compile(r"overflow detected, setting loss scale to: ([\d.e+-]+)")
 _SAVING = re.compile(r"Saving model checkpoint to (\S+)")
 
 
@@ -344,9 +345,12 @@ def misc_events(text: str) -> list[tuple[EventKind, Details]]:
             out.append((EventKind.HOST_KILL, d))
     m = _OVERFLOW_DS.search(text)
     if m:
-        out.append((EventKind.OVERFLOW_SKIP, {"rank": int(m.group(1)),
-                                              "attempted_scale": float(m.group(2)),
-                                              "new_scale": float(m.group(3))}))
+        d = {"rank": int(m.group(1)), "attempted_scale": float(m.group(2))}
+        if m.group(3):
+            d["new_scale"] = float(m.group(3))
+        else:
+            d["hysteresis"] = int(m.group(4))
+        out.append((EventKind.OVERFLOW_SKIP, d))
     m = _OVERFLOW_ITER.search(text)
     if m:
         out.append((EventKind.OVERFLOW_SKIP, {"iteration": int(m.group(1))}))
@@ -354,6 +358,10 @@ def misc_events(text: str) -> list[tuple[EventKind, Details]]:
     if m:
         out.append((EventKind.OVERFLOW_SKIP, {"scaler": int(m.group(1)),
                                               "new_scale": float(m.group(2))}))
+    m = _OVERFLOW_FAIRSEQ.search(text)
+    if m:
+        out.append((EventKind.OVERFLOW_SKIP, {"new_scale": float(m.group(1)),
+                                              "framework": "fairseq"}))
     m = _SAVING.search(text)
     if m:
         out.append((EventKind.CHECKPOINT_SAVED, {"path": m.group(1)}))

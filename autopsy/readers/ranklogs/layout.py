@@ -63,18 +63,36 @@ class Prefixed:
 
 
 def split_prefix(text: str) -> Prefixed:
-    """Split a launcher prefix off ``text`` (see the module docstring)."""
+    """Split launcher prefixes off ``text`` (see the module docstring).
+
+    Nested prefixes (``[default1]:[rank1]: ``, torchrun ``--tee`` around a
+    ``[rankN]:`` line) are all removed; the outermost rank wins.
+    """
+    rank: int | None = None
+    host: str | None = None
+    rest = text
+    for _ in range(3):
+        got = _split_one(rest)
+        if got is None:
+            break
+        r, h, rest = got
+        rank = r if rank is None else rank
+        host = h if host is None else host
+    return Prefixed(rank, host, rest)
+
+
+def _split_one(text: str) -> tuple[int | None, str | None, str] | None:
     m = _PREFIX.match(text)
     if not m:
-        return Prefixed(None, None, text)
+        return None
     rest = text[m.end():]
     for group in ("a", "b", "c"):
         if m.group(group) is not None:
-            return Prefixed(int(m.group(group)), None, rest)
+            return int(m.group(group)), None, rest
     host = m.group("host")
     if host and not _looks_like_word(host):
-        return Prefixed(None, host, rest.lstrip(" "))
-    return Prefixed(None, None, text)
+        return None, host, rest.lstrip(" ")
+    return None
 
 
 def _looks_like_word(token: str) -> bool:

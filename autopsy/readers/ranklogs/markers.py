@@ -10,35 +10,28 @@ from __future__ import annotations
 #: Literals that may start an event (case-sensitive, as PyTorch/NCCL write them).
 EVENT_MARKERS: tuple[bytes, ...] = (
     b"Traceback (most recent call last)",
-    b"Watchdog caught collective operation timeout",
+    b"atchdog",  # Watchdog caught ..., watchdog got stuck, detected by watchdog ...
     b"Timeout at NCCL work",
-    b"failure detected by watchdog",
-    b"detected by watchdog at work",
-    b"watchdog got stuck",
     b"Heartbeat monitor timed out",
     b"lagging",
-    b"Timed out waiting",
+    b"Timed out",  # gloo recv/send, store based barrier, DistStoreError clients joined
     b"Connection closed by peer",
     b"NCCL WARN",
     b"ncclRemoteError",
     b"Detected mismatch between collectives",
     b"Received data size doesn't match",
-    b"clients joined",
-    b"store based barrier",
     b"monitoredBarrier",
     b"socket has timed out",
     b"Socket Timeout",
     b"failed (exitcode:",
     b"ChildFailedError:",
-    b"death signal",
-    b"closing signal",
+    b"signal",  # death signal, closing signal, killed by signal
     b") received by PID",
     b"out of memory",
     b"can't allocate memory",
     b"Killed",
     b"OVERFLOW!",
-    b"Grad overflow",
-    b"Gradient overflow",
+    b"overflow",  # Grad overflow on iteration, Gradient overflow.  Skipping step
     b"Saving model checkpoint",
 )
 

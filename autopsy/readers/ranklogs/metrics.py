@@ -98,8 +98,10 @@ def parse_fairseq(text: str) -> MetricLine | None:
     """fairseq ``| epoch 001 | loss 5.1 | ... | num_updates 100`` or ``key=value`` lines."""
     if "epoch" not in text:
         return None
-    pairs = _FAIRSEQ_PIPE.findall(text) if "| loss" in text else _FAIRSEQ_EQ.findall(text)
-    if not any(k == "loss" for k, _ in pairs):
+    pairs = _FAIRSEQ_PIPE.findall(text)
+    if not any(k.endswith("loss") for k, _ in pairs):
+        pairs = _FAIRSEQ_EQ.findall(text)
+    if not any(k.endswith("loss") for k, _ in pairs):
         return None
     values = [(k, _float(v)) for k, v in pairs if k not in ("epoch",)]
     step = next((int(_float(v)) for k, v in values if k == "num_updates"
