@@ -137,3 +137,16 @@ def test_random_bytes_with_markers_never_raise(tmp_path: Path) -> None:
         log.write_bytes(data)
         part = ranklogs.read(log, log.name)  # must not raise
         assert part.events is not None and part.scalars is not None
+
+
+def test_terminal_wrapped_oom_message_is_joined(tmp_path: Path) -> None:
+    msg = ("RuntimeError: CUDA out of memory. Tried to allocate 2.26 GiB (GPU 0; 6.00 GiB total "
+           "capacity; 781.59 MiB already allocated; 3.03 GiB free; 1.24 GiB reserved in total "
+           "by PyTorch)")
+    wrapped = "\n".join(msg[i:i + 80] for i in range(0, len(msg), 80))
+    log = tmp_path / "rank0.log"
+    log.write_text("step 1 loss 2.0\n" + wrapped + "\nnext line\n")
+    part = _read(log)
+    oom = part.events[part.events["kind"] == "oom"]
+    assert len(oom) == 1 and oom["line"].iloc[0] == 2
+    assert oom["details"].iloc[0]["reserved"] == round(1.24 * 2**30)

@@ -12,16 +12,14 @@ EVENT_MARKERS: tuple[bytes, ...] = (
     b"Traceback (most recent call last)",
     b"atchdog",  # Watchdog caught ..., watchdog got stuck, detected by watchdog ...
     b"Timeout at NCCL work",
-    b"Heartbeat monitor timed out",
     b"lagging",
-    b"Timed out",  # gloo recv/send, store based barrier, DistStoreError clients joined
+    b"imed out",  # gloo "Timed out waiting", store barrier, DistStoreError, socket, heartbeat
     b"Connection closed by peer",
     b"NCCL WARN",
     b"ncclRemoteError",
     b"Detected mismatch between collectives",
     b"Received data size doesn't match",
     b"monitoredBarrier",
-    b"socket has timed out",
     b"Socket Timeout",
     b"failed (exitcode:",
     b"ChildFailedError:",

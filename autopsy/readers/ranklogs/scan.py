@@ -170,6 +170,8 @@ def _events_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) ->
             base["time_of_day"] = tod
         if pre.host:
             base["host"] = pre.host
+        if _wrapped(rest):
+            rest = _join_wrapped(rest, data, end + 1)
         found = ev.line_events(rest)
         if "Traceback (most recent call last)" in rest:
             lines = _same_rank_lines(data, end + 1, pre.rank)
@@ -199,6 +201,36 @@ def _events_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) ->
                 r = details["local_rank"]
             _add(st, r, wall, kind, rest.strip(), line, {**base, **details}, rest)
     return consumed_to
+
+
+#: (marker, the text that ends the message) for messages a terminal may have wrapped.
+_WRAP_ENDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Tried to allocate", ("by PyTorch", "cached)", "is free")),
+    ("Watchdog caught collective operation timeout", ("milliseconds",)),
+    ("CollectiveFingerPrint(", ("differ", "))")),
+)
+_NEW_RECORD = re.compile(r"^(?:\[|\s|\d+:|Traceback|File |[IWEF]\d{3,4} |\d{4}-\d\d-\d\d)")
+#: At most this many following lines are joined to a wrapped message.
+MAX_WRAP_LINES = 4
+
+
+def _wrapped(text: str) -> bool:
+    """Whether a known message on this line looks cut by terminal wrapping."""
+    for marker, ends in _WRAP_ENDS:
+        if marker in text and not any(e in text for e in ends):
+            return True
+    return False
+
+
+def _join_wrapped(text: str, data: bytes, pos: int) -> str:
+    """Join the continuation lines of a hard-wrapped message (no separator added)."""
+    for n, (nxt, _) in enumerate(_follow(data, pos)):
+        if n >= MAX_WRAP_LINES or not nxt or _NEW_RECORD.match(nxt):
+            break
+        text += nxt
+        if not _wrapped(text):
+            break
+    return text
 
 
 def _header_rank(data: bytes, start: int) -> int | None:
