@@ -56,6 +56,8 @@ _CLIENTS = re.compile(r"(\d+)/(\d+) clients joined")
 _BARRIER = re.compile(r"world_size=(\d+), worker_count=(\d+)")
 _MONITORED = re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier")
 _TIMEOUT_S = re.compile(r"after (\d+(?:\.\d+)?)\s*(?:s\b|seconds)")
+_CONN_PEER = re.compile(r"Connection (closed|reset) by peer")
+_PEER_ADDR = re.compile(r"\[([0-9a-fA-F.:]+)\](?::(\d+))?")
 _REMOTE = re.compile(r"ncclRemoteError[^\n]*")
 _NCCL_WARN = re.compile(r"NCCL WARN\s*(.*)")
 
@@ -124,9 +126,10 @@ def nccl_events(text: str) -> list[tuple[EventKind, Details]]:
     if m:
         out.append((EventKind.COLLECTIVE_TIMEOUT,
                     dict(base, backend="gloo", timeout_ms=int(m.group(1)), op=m.group(2))))
-    if "Connection closed by peer" in text:
-        peer = re.search(r"Connection closed by peer \[([^\]]+)\](?::(\d+))?", text)
-        d = dict(base)
+    conn = _CONN_PEER.search(text)
+    if conn:
+        d = dict(base, how=conn.group(1))
+        peer = _PEER_ADDR.search(text, conn.end()) or _PEER_ADDR.search(text)
         if peer:
             d["peer"] = peer.group(1)
             if peer.group(2):
@@ -294,6 +297,8 @@ def oom_details(text: str) -> Details | None:
 # ------------------------------------------------------------------ torchelastic, signals
 
 _EXIT = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
+_SRUN_EXIT = re.compile(r"srun: error: ([\w.-]+): tasks? ([\d,-]+): (Exited with exit code (\d+)|"
+                        r"Killed|Terminated|[\w ]+)")
 _DEATH = re.compile(r"Received (?:Signals\.)?(SIG\w+|\d+) death signal")
 _CLOSING = re.compile(r"Sending process (\d+) closing signal (SIG\w+)")
 _SIGNAL_PID = re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID (\d+)")
@@ -318,6 +323,17 @@ def misc_events(text: str) -> list[tuple[EventKind, Details]]:
         out.append((EventKind.EXIT, d))
         if code in (-9, 137):
             out.append((EventKind.HOST_KILL, dict(d, why=f"exit code {code}")))
+    m = _SRUN_EXIT.search(text)
+    if m:
+        tasks = m.group(2)
+        d = {"host": m.group(1), "tasks": tasks, "how": m.group(3).strip()}
+        if m.group(4):
+            d["exitcode"] = int(m.group(4))
+        if tasks.isdigit():
+            d["task"] = int(tasks)
+        out.append((EventKind.EXIT, d))
+        if m.group(3) == "Killed":
+            out.append((EventKind.HOST_KILL, dict(d, why="srun: Killed")))
     m = _DEATH.search(text)
     if m:
         out.append((EventKind.SIGNAL, {"signal": m.group(1), "who": "agent"}))

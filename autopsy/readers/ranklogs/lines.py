@@ -62,13 +62,20 @@ def read_head(path: Path, n: int = 512) -> bytes:
 
 
 def looks_like_text(head: bytes) -> bool:
-    """Whether the first bytes of a file look like text (no NULs, few control bytes)."""
-    if b"\x00" in head:
-        return False
+    """Whether the first bytes of a file look like text.
+
+    Tolerant of a few NULs, control bytes and invalid UTF-8 (a partial write, a
+    Latin-1 path); binary data has many of them (random bytes: about half are not
+    valid UTF-8).
+    """
     if not head:
         return True
+    n = len(head)
     controls = sum(1 for b in head if b < 32 and b not in (9, 10, 13, 27, 8, 12))
-    return controls <= len(head) // 20
+    if controls > n // 10:
+        return False
+    bad = head.decode("utf-8", errors="replace").count("\ufffd")
+    return bad <= max(4, n // 10)
 
 
 def iter_blocks(stream: BinaryIO, carry_markers: tuple[bytes, ...] = (),

@@ -14,7 +14,7 @@ EVENT_MARKERS: tuple[bytes, ...] = (
     b"Timeout at NCCL work",
     b"lagging",
     b"imed out",  # gloo "Timed out waiting", store barrier, DistStoreError, socket, heartbeat
-    b"Connection closed by peer",
+    b"by peer",  # Connection closed by peer, Connection reset by peer
     b"NCCL WARN",
     b"ncclRemoteError",
     b"Detected mismatch between collectives",
@@ -22,6 +22,7 @@ EVENT_MARKERS: tuple[bytes, ...] = (
     b"monitoredBarrier",
     b"Socket Timeout",
     b"failed (exitcode:",
+    b"srun: error:",
     b"ChildFailedError:",
     b"signal",  # death signal, closing signal, killed by signal
     b") received by PID",

@@ -199,13 +199,15 @@ def _events_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) ->
             r = rank
             if r is None and "local_rank" in details:  # torchelastic: single-node rank
                 r = details["local_rank"]
+            if r is None and "task" in details:  # srun: task id = rank
+                r = details["task"]
             _add(st, r, wall, kind, rest.strip(), line, {**base, **details}, rest)
     return consumed_to
 
 
 #: (marker, the text that ends the message) for messages a terminal may have wrapped.
 _WRAP_ENDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Tried to allocate", ("by PyTorch", "cached)", "is free")),
+    ("Tried to allocate", ("in total by PyTorch", "but unallocated", "cached)")),
     ("Watchdog caught collective operation timeout", ("milliseconds",)),
     ("CollectiveFingerPrint(", ("differ", "))")),
 )
