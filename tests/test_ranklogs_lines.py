@@ -65,7 +65,8 @@ def test_huge_single_line_is_capped(tmp_path: Path) -> None:
     assert kinds == ["oom"]
     assert res.events[0][6] == 1  # 1-based line of the huge line
     assert [p.kind for p in res.problems] == ["long_line"]
-    assert res.scalars == [(3, "loss", 1.5, res.scalars[0][3], 1, 0)]
+    rows = res.scalars.rows()
+    assert rows == [(3, "loss", 1.5, rows[0][3], 1, 0)]
 
 
 def test_blocks_never_exceed_cap_for_a_line(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from autopsy.model.problem import Problem
 from autopsy.model.scalars import concat_scalars, empty_scalars, make_scalars
 from autopsy.readers.base import RunPart
 from autopsy.readers.ranklogs.lines import looks_like_text, read_head
-from autopsy.readers.ranklogs.scan import FileResult, scan_file
+from autopsy.readers.ranklogs.scan import NO_RANK, FileResult, scan_file
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -101,16 +101,23 @@ def _safe_scan(path: Path, rel: str) -> FileResult:
 
 
 def _scalars(results: list[FileResult]) -> pd.DataFrame:
+    import numpy as np
     import pandas as pd
 
     frames = []
     for r in results:
-        if not r.scalars:
+        cols = r.scalars
+        if not len(cols):
             continue
-        steps, tags, values, walls, ranks, segs = zip(*r.scalars, strict=True)
-        frames.append(make_scalars(list(steps), pd.Categorical(tags), list(values),
-                                   wall_time=list(walls), rank=list(ranks),
-                                   segment=list(segs), source=r.source))
+        codes = np.frombuffer(cols.tag, dtype=np.int32)
+        ranks = pd.array(np.frombuffer(cols.rank, dtype=np.int64), dtype="Int64")
+        ranks[ranks == NO_RANK] = pd.NA
+        frames.append(make_scalars(
+            np.frombuffer(cols.step, dtype=np.int64),
+            pd.Categorical.from_codes(codes, categories=cols.tags),
+            np.frombuffer(cols.value, dtype=np.float64),
+            wall_time=np.frombuffer(cols.wall_time, dtype=np.float64),
+            rank=ranks, segment=np.frombuffer(cols.segment, dtype=np.int64), source=r.source))
     return concat_scalars(frames) if frames else empty_scalars()
 
 

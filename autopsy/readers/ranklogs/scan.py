@@ -11,6 +11,7 @@ import json
 import math
 import re
 import zlib
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +40,45 @@ _MSG_STEP = re.compile(r"\b(?:step|iteration|iter)[ :=#]+(\d+)", re.IGNORECASE)
 _ERROR_JSON_MAX = 16 << 20
 
 EventRow = tuple[int | None, float, int | None, str, str, str, int, dict[str, Any]]
-ScalarRow = tuple[int, str, float, float, int | None, int]
+#: Rank stored for "no rank" in the compact scalar columns.
+NO_RANK = -1
+
+
+@dataclass
+class ScalarColumns:
+    """Scalar points of one file as compact columns (8 bytes a value, not a tuple)."""
+
+    step: array = field(default_factory=lambda: array("q"))
+    tag: array = field(default_factory=lambda: array("i"))
+    value: array = field(default_factory=lambda: array("d"))
+    wall_time: array = field(default_factory=lambda: array("d"))
+    rank: array = field(default_factory=lambda: array("q"))
+    segment: array = field(default_factory=lambda: array("q"))
+    tags: list[str] = field(default_factory=list)
+    _codes: dict[str, int] = field(default_factory=dict)
+
+    def add(self, step: int, tag: str, value: float, wall: float, rank: int | None,
+            segment: int) -> None:
+        """Append one point."""
+        code = self._codes.get(tag)
+        if code is None:
+            code = self._codes[tag] = len(self.tags)
+            self.tags.append(tag)
+        self.step.append(step)
+        self.tag.append(code)
+        self.value.append(value)
+        self.wall_time.append(wall)
+        self.rank.append(NO_RANK if rank is None else rank)
+        self.segment.append(segment)
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def rows(self) -> list[tuple[int, str, float, float, int | None, int]]:
+        """The points as tuples (for tests and debugging)."""
+        return [(self.step[i], self.tags[self.tag[i]], self.value[i], self.wall_time[i],
+                 None if self.rank[i] == NO_RANK else self.rank[i], self.segment[i])
+                for i in range(len(self))]
 
 
 @dataclass
@@ -48,7 +87,7 @@ class FileResult:
 
     source: str = ""
     events: list[EventRow] = field(default_factory=list)
-    scalars: list[ScalarRow] = field(default_factory=list)
+    scalars: ScalarColumns = field(default_factory=ScalarColumns)
     problems: list[Problem] = field(default_factory=list)
 
 
@@ -304,7 +343,7 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
     st.last_step[rank] = step
     seg = st.segment_for(rank, step, got.kind != "hf_eval")
     for tag, value in got.values:
-        st.out.scalars.append((step, tag, value, wall, rank, seg))
+        st.out.scalars.add(step, tag, value, wall, rank, seg)
 
 
 def _resolve_hf(st: _State) -> None:
@@ -315,7 +354,7 @@ def _resolve_hf(st: _State) -> None:
     for n, values, wall, rank, _is_eval in st.pending_hf:
         step = n * spacing
         for tag, value in values:
-            st.out.scalars.append((step, tag, value, wall, rank, st.info.attempt))
+            st.out.scalars.add(step, tag, value, wall, rank, st.info.attempt)
     how = (f"numbered by order × logging_steps={st.logging_steps}" if st.logging_steps
            else "numbered 1, 2, 3... in order (logging_steps unknown)")
     st.out.problems.append(Problem(
