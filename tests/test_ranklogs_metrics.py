@@ -112,3 +112,14 @@ def test_generic_step_loss_lines_with_timestamps(tmp_path: Path) -> None:
     assert set(s["tag"].astype(str)) == {"loss", "grad_norm", "learning_rate"}
     gn = s[s["tag"] == "grad_norm"]["value"].tolist()
     assert gn[1] == math.inf
+
+
+def test_first_nan_loss_per_rank_is_an_event(tmp_path: Path) -> None:
+    text = "".join(f"[rank{r}]: step {s} loss {'nan' if s >= 3 and r == 1 else 1.0}\n"
+                   for s in range(1, 6) for r in range(2))
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    ev = ranklogs.read(log, "train.log").events
+    assert ev["kind"].tolist() == ["nan_loss"]
+    assert (ev["rank"].iloc[0], ev["step"].iloc[0], ev["line"].iloc[0]) == (1, 3, 6)
+    assert ev["details"].iloc[0]["value"] == "nan"

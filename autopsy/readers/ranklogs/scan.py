@@ -105,6 +105,7 @@ class _State:
         default_factory=list)
     bar_steps: int = 0
     restarts: int = 0
+    nan_seen: set[tuple[int | None, int]] = field(default_factory=set)
     top_step: dict[int | None, int] = field(default_factory=dict)
 
     def segment_for(self, rank: int | None, step: int, train: bool) -> int:
@@ -334,6 +335,7 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
             n = st.hf_ordinal.get(rank, 0) + (1 if got.kind == "hf" else 0)
             st.hf_ordinal[rank] = n
             st.pending_hf.append((n, got.values, wall, rank, got.kind == "hf_eval"))
+            _nan_loss(st, got.values, rank, st.info.attempt, None, wall, line, pre.rest)
             return
         st.bar_steps += 1
     else:
@@ -344,6 +346,22 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
     seg = st.segment_for(rank, step, got.kind != "hf_eval")
     for tag, value in got.values:
         st.out.scalars.add(step, tag, value, wall, rank, seg)
+    _nan_loss(st, got.values, rank, seg, step, wall, line, pre.rest)
+
+
+def _nan_loss(st: _State, values: list[tuple[str, float]], rank: int | None, seg: int,
+              step: int | None, wall: float, line: int, text: str) -> None:
+    """A ``nan_loss`` event for the first non-finite loss of a rank in a segment."""
+    if (rank, seg) in st.nan_seen:
+        return
+    bad = [(t, v) for t, v in values if "loss" in t and not math.isfinite(v)]
+    if not bad:
+        return
+    st.nan_seen.add((rank, seg))
+    tag, value = bad[0]
+    st.out.events.append((rank, wall, step, EventKind.NAN_LOSS.value, text.strip()[:MAX_MESSAGE],
+                          st.rel, line, {"attempt": st.info.attempt, "segment": seg,
+                                         "tag": tag, "value": str(value)}))
 
 
 def _resolve_hf(st: _State) -> None:
