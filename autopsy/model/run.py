@@ -13,6 +13,10 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 
+#: Readers whose numbers are printed text, often rounded (a tie-break in :meth:`Run.series`).
+LOW_FIDELITY_READERS: frozenset[str] = frozenset({"ranklogs"})
+
+
 @dataclass(frozen=True)
 class SourceInfo:
     """One file that a reader read: which reader, and how many rows it gave."""
@@ -78,9 +82,11 @@ class Run:
         """Return one canonical tag as a float Series indexed by step.
 
         When several sources or segments hold the same step, the row from the
-        latest segment wins (the run as it finally went); pass ``segment`` to see
-        a pre-restart tail. ``rank=None`` takes rows of any rank only when the
-        run has a single rank (or none); otherwise it takes rank 0.
+        latest segment wins (the run as it finally went), and within a segment an
+        exact source (event files, trainer_state.json) wins over a text log, which
+        prints rounded values; pass ``segment`` to see a pre-restart tail.
+        ``rank=None`` takes rows of any rank only when the run has a single rank
+        (or none); otherwise it takes rank 0.
         """
         import pandas as pd
 
@@ -96,10 +102,12 @@ class Run:
             mask &= df["segment"] == segment
         if source is not None:
             mask &= df["source"] == source
-        sub = df.loc[mask, ["step", "segment", "value"]]
+        sub = df.loc[mask, ["step", "segment", "value", "source"]]
         if sub.empty:
             return pd.Series([], dtype="float64", name=tag, index=pd.Index([], name="step"))
-        sub = sub.sort_values(["step", "segment"], kind="stable")
+        low = {s.path for s in self.sources if s.reader in LOW_FIDELITY_READERS}
+        exact = (~sub["source"].astype(str).isin(low)).to_numpy() if low else True
+        sub = sub.assign(exact=exact).sort_values(["step", "segment", "exact"], kind="stable")
         sub = sub.drop_duplicates("step", keep="last")
         index = pd.Index(sub["step"].to_numpy(), name="step")
         out = pd.Series(sub["value"].to_numpy(), index=index)

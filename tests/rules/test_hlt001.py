@@ -47,3 +47,16 @@ def test_near_miss_passes_over_many_skips_even_with_a_scaler() -> None:
     grad = [float("inf")] * 12 + [1.0] * 18
     run = synthetic_run({"loss": loss, "grad_norm": grad, "loss_scale": [1.0] * 30})
     assert all(f.code != "HLT001" for f in diagnose(run).findings)
+
+
+def test_near_miss_passes_when_a_log_reports_a_traceback() -> None:
+    import pandas as pd
+
+    run = synthetic_run({"loss": [2.0 / (1 + 0.1 * i) for i in range(30)]})
+    run.events = pd.DataFrame({"rank": pd.array([2], dtype="Int64"), "wall_time": [float("nan")],
+                               "step": pd.array([15], dtype="Int64"), "kind": ["traceback"],
+                               "message": ["ValueError: bad batch"], "source": ["train.log"],
+                               "line": pd.array([10], dtype="Int64"), "details": [{}]})
+    d = diagnose(run)
+    assert all(f.code != "HLT001" for f in d.findings)
+    assert d.verdict.family is Family.UNKNOWN

@@ -9,6 +9,13 @@ from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 
+#: Log events that mean the run failed, whatever its loss did.
+FAILURE_EVENTS: frozenset[str] = frozenset({
+    "traceback", "oom", "host_kill", "nccl_timeout", "collective_timeout",
+    "collective_mismatch", "rendezvous_timeout", "child_failed", "heartbeat_stuck",
+    "error_file",
+})
+
 
 @rule(
     code="HLT001",
@@ -21,7 +28,9 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
     """The training loss is finite throughout and fell over the run.
 
     What happened:
-        Every logged training loss is finite, and so is every grad norm but for a
+        No log of the run reports a failure (a traceback, an OOM, a timeout, a
+        collective mismatch, a failed child), every logged training loss is
+        finite, and so is every grad norm but for a
         few overflow-skipped steps of an fp16 run (at most ``max_overflow_skips``,
         while the loss scaler finds its scale), and the loss at the end of the run
         is clearly lower than at its start. Unless
@@ -43,6 +52,8 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
         It vouches only with at least ``min_points`` finite points and a relative
         drop of at least ``min_drop``.
     """
+    if not run.events.empty and run.events["kind"].astype(str).isin(FAILURE_EVENTS).any():
+        return None  # the logs say something failed: never vouch over them
     loss = run.series("loss")
     values = loss.to_numpy(dtype=float)
     if len(values) < ctx["min_points"] or not np.isfinite(values).all():
