@@ -99,3 +99,17 @@ def test_unknown_verdict_is_not_healthy() -> None:
     assert v.family is Family.UNKNOWN
     assert v.to_dict()["family"] == "unknown"
     assert v.to_dict()["message"] == "no rules ran"
+
+
+def test_series_prefers_an_exact_source_over_a_rounded_text_log() -> None:
+    from autopsy.model import SourceInfo
+
+    frame = concat_scalars([
+        make_scalars([1, 2], "loss", [2.34567, 1.23456], source="trainer_state.json"),
+        make_scalars([1, 2, 3], "loss", [2.346, 1.235, 0.5], source="train.log"),
+    ])
+    for order in (frame, frame.iloc[::-1].reset_index(drop=True)):
+        run = Run(root=Path("."), scalars=order, events=empty_events(),
+                  sources=[SourceInfo("trainer_state.json", "trainer_state"),
+                           SourceInfo("train.log", "ranklogs")])
+        assert run.series("loss").tolist() == [2.34567, 1.23456, 0.5]
