@@ -27,6 +27,7 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
     "grad_norm": (
         "grad_norm", "train/grad_norm", "gradient_norm", "grad-norm", "grad norm", "gradnorm",
         "train/gradient_norm", "grad_norm/total", "total_grad_norm", "global_grad_norm",
+        "gnorm",
     ),
     "learning_rate": (
         "learning_rate", "lr", "train/learning_rate", "train/lr", "learning-rate",
@@ -39,13 +40,15 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
     "epoch": ("epoch", "train/epoch", "epochs"),
     "step_time": (
         "step_time", "train/step_time", "iteration_time", "iter_time", "time/step", "batch_time",
-        "elapsed time per iteration (ms)", "time_per_step",
+        "time_per_step",
     ),
+    # Megatron prints milliseconds; kept apart from step_time (seconds).
+    "step_time_ms": ("elapsed time per iteration (ms)", "elapsed_time_per_iteration_(ms)"),
     "data_time": ("data_time", "train/data_time", "time/data", "dataloader_time"),
     "throughput": (
         "throughput", "train/throughput", "samples_per_second", "tokens_per_second",
         "train/tokens_per_second",
-        "tokens_per_sec", "samples/sec", "it/s",
+        "tokens_per_sec", "samples/sec", "it/s", "wps",
     ),
     "skipped_steps": (
         "skipped_steps", "number of skipped iterations", "skipped_iterations", "train/skipped",
@@ -60,7 +63,9 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
     "eval_accuracy": ("eval_accuracy", "eval/accuracy", "val_acc", "val/acc", "val_accuracy"),
     "accuracy": ("accuracy", "train/accuracy", "train_acc", "acc"),
     "perplexity": ("perplexity", "ppl", "train/perplexity", "train/ppl"),
-    "eval_perplexity": ("eval_perplexity", "eval/perplexity", "val_ppl", "eval/ppl"),
+    "eval_perplexity": ("eval_perplexity", "eval/perplexity", "val_ppl", "eval/ppl", "valid_ppl"),
+    "nan_iterations": ("number of nan iterations", "nan_iterations"),
+
     "weight_norm": ("weight_norm", "param_norm", "params_norm", "parameter_norm"),
 }
 
