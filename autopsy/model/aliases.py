@@ -52,6 +52,7 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "skipped_steps": (
         "skipped_steps", "number of skipped iterations", "skipped_iterations", "train/skipped",
+        "skipped",  # DeepSpeed's is cumulative, Megatron's per interval: NAN003 reads both
     ),
     # The HF Trainer's end-of-training summary (written once, to TensorBoard as
     # ``train/train_*``): run averages, never per-step points of the series above.
