@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -45,23 +45,37 @@ def _read_with(module: ModuleType, paths: list[Path], found: Discovery) -> list[
     return parts
 
 
-def load_run(path: str | os.PathLike[str]) -> Run:
+def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> Run:
     """Read everything a run left behind into one :class:`~autopsy.model.Run`.
 
     ``path`` may be a run directory (an HF ``output_dir``, a TensorBoard logdir,
-    any folder) or a single file. Nothing is ever written there. Files that no
-    reader recognises are listed in ``run.unread``; inputs that could not be read
-    fully are in ``run.problems``.
+    any folder), a single file, or a list of them (all the rank logs of a job: they
+    are read as one run, with paths relative to their common parent). Nothing is
+    ever written there. Files that no reader recognises are listed in
+    ``run.unread``; inputs that could not be read fully are in ``run.problems``.
 
     Raises:
         RunNotFound: ``path`` does not exist.
     """
-    root = Path(path)
-    if not root.exists():
-        raise RunNotFound(f"no such file or directory: {root}")
-    if not (root.is_dir() or root.is_file()):
-        raise RunNotFound(f"not a file or directory: {root}")
-    found = discover(root)
+    if isinstance(path, (str, os.PathLike)):
+        starts = [Path(path)]
+    else:
+        starts = [Path(p) for p in path]
+        if not starts:
+            raise RunNotFound("no path given")
+    for start in starts:
+        if not start.exists():
+            raise RunNotFound(f"no such file or directory: {start}")
+        if not (start.is_dir() or start.is_file()):
+            raise RunNotFound(f"not a file or directory: {start}")
+    if len(starts) == 1:
+        root = starts[0]
+        found = discover(root)
+    else:
+        absolute = [s.resolve() for s in starts]
+        common = Path(os.path.commonpath([a if a.is_dir() else a.parent for a in absolute]))
+        root = common
+        found = discover(root, absolute)
     modules = {m.NAME: m for m in reader_modules()}
     config = RunConfig()
     scalar_frames = []

@@ -102,11 +102,16 @@ def walk_files(root: Path, problems: list[Problem]) -> Iterator[Path]:
         stack.extend(reversed(subdirs))
 
 
-def discover(root: Path) -> Discovery:
-    """Walk ``root`` and assign every file to the first reader that sniffs it."""
+def discover(root: Path, paths: list[Path] | None = None) -> Discovery:
+    """Walk ``root`` (or each of ``paths`` under it) and give every file to the first
+    reader that sniffs it. Relative paths in the result are relative to ``root``."""
     found = Discovery(root=root)
     modules = reader_modules()
-    for path in walk_files(root, found.problems):
+    seen: set[Path] = set()
+    for path in (p for start in (paths or [root]) for p in walk_files(start, found.problems)):
+        if path in seen:  # the same file named twice on the command line
+            continue
+        seen.add(path)
         for module in modules:
             try:
                 recognised = bool(module.sniff(path))
