@@ -27,3 +27,7 @@ __all__ = [
     "spike_scores",
     "theil_sen",
 ]
+
+from autopsy.signals.ranks import CASCADE_KINDS, event_roles, rank_status
+
+__all__ += ["CASCADE_KINDS", "event_roles", "rank_status"]

@@ -1,0 +1,298 @@
+"""Per-rank signals of a distributed run: root or cascade events; how each rank ended.
+
+When one rank of a distributed job fails, the others fail *because of it*: they time
+out in the collective the dead rank never joined, lose their connection to it, or are
+SIGTERMed by the launcher. Those later errors are the **cascade**; the failure that
+started it is the **root**. The classification below is data (tables of kinds and
+message patterns) so that rules and the ``autopsy ranks`` command agree on it.
+
+Roles (:func:`event_roles`):
+
+- ``"root"``: a failure of the rank's own — :data:`ROOT_KINDS` (an OOM, a host kill,
+  a collective mismatch), a ``traceback`` / ``error_file`` whose exception is not a
+  cascade (see below), a ``signal`` that kills outright (:data:`ROOT_SIGNALS`).
+- ``"cascade"``: :data:`CASCADE_KINDS` (timeouts, lost connections, heartbeat and
+  desync reports, the launcher's ``exit`` / ``child_failed`` lines), any other
+  ``signal`` (SIGTERM from the launcher...), and a ``traceback`` / ``error_file``
+  whose exception type is in :data:`CASCADE_EXCEPTIONS` or whose message matches
+  :data:`CASCADE_MESSAGE_PATTERNS` (a timeout, "Connection closed/reset by peer",
+  an aborted NCCL communicator...).
+- ``"info"``: everything else (:data:`INFO_KINDS`: checkpoints, overflow skips, NCCL
+  warnings, restarts, and ``nan_loss``: a non-finite loss is the loss rules' business,
+  it does not end a rank).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Event kinds that are always a consequence of another rank's failure (or the launcher's).
+CASCADE_KINDS: frozenset[str] = frozenset({
+    "nccl_timeout", "collective_timeout", "connection_closed", "heartbeat_stuck",
+    "desync_report", "rendezvous_timeout", "child_failed", "exit",
+})
+#: Event kinds that are a failure of the rank's own.
+ROOT_KINDS: frozenset[str] = frozenset({"oom", "host_kill", "collective_mismatch"})
+#: Event kinds that are notes, not failures.
+INFO_KINDS: frozenset[str] = frozenset({
+    "checkpoint_saved", "overflow_skip", "nccl_warn", "restart", "nan_loss",
+})
+#: Kinds whose role depends on the exception they carry.
+EXCEPTION_KINDS: frozenset[str] = frozenset({"traceback", "error_file"})
+#: Launcher-level kinds: they say how a rank ended, not what it did.
+LAUNCHER_KINDS: frozenset[str] = frozenset({"exit", "child_failed", "signal"})
+#: Signals that kill a process outright (the kernel's OOM killer, ``kill -9``): a root.
+ROOT_SIGNALS: frozenset[str] = frozenset({"SIGKILL", "Killed", "KILL"})
+
+#: Exception types (last dotted component) that are a cascade.
+CASCADE_EXCEPTIONS: frozenset[str] = frozenset({
+    "ChildFailedError",      # torchelastic's summary of failed children
+    "DistBackendError",      # NCCL error: remote process exited / network error
+    "DistNetworkError",      # the store or a peer went away
+    "DistStoreError",        # timed out waiting for clients
+    "CalledProcessError",    # torch.distributed.launch's wrapper around a failed child
+    "SignalException",       # torchelastic agent got a signal
+})
+#: Message patterns (case-insensitive regexes) of a cascade exception.
+CASCADE_MESSAGE_PATTERNS: tuple[str, ...] = (
+    r"timed?[ _-]?out",
+    r"timeout",
+    r"connection (?:closed|reset) by peer",
+    r"communicator (?:was )?aborted",
+    r"remote process exited",
+    r"received errors while waiting",
+    r"failed to pass monitoredbarrier",
+    r"broken pipe",
+)
+_CASCADE_RE = re.compile("|".join(CASCADE_MESSAGE_PATTERNS), re.IGNORECASE)
+
+#: ``ended`` values, in the order they are tested (the first that applies wins).
+ENDINGS: tuple[str, ...] = (
+    "oom", "killed", "raised", "timed_out", "silent", "terminated", "exited", "ok",
+)
+#: Exit codes of a process killed by SIGKILL (-9 from Python, 137 from a shell).
+KILLED_EXITCODES: frozenset[int] = frozenset({-9, 137})
+#: Exit codes of a process ended by SIGTERM.
+TERMINATED_EXITCODES: frozenset[int] = frozenset({-15, 143})
+#: Exit codes of a process aborted (SIGABRT, e.g. the NCCL watchdog).
+ABORTED_EXITCODES: frozenset[int] = frozenset({-6, 134})
+
+RANK_COLUMNS: tuple[str, ...] = (
+    "last_step", "last_time", "ended", "exitcode", "first_error_kind", "first_error_step",
+    "first_error_message", "first_error_source", "first_error_line", "root",
+)
+
+
+def _details(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def exception_name(details: dict[str, Any]) -> str:
+    """Return the last dotted component of an event's exception type ("" if none)."""
+    return str(details.get("exception") or "").rsplit(".", 1)[-1]
+
+
+def is_cascade_exception(exception: str, message: str) -> bool:
+    """Whether an exception (type, message) is a cascade of another rank's failure."""
+    if exception.rsplit(".", 1)[-1] in CASCADE_EXCEPTIONS:
+        return True
+    return bool(_CASCADE_RE.search(message or ""))
+
+
+def event_role(kind: str, message: str, details: dict[str, Any]) -> str:
+    """Return the role (``"root"``, ``"cascade"`` or ``"info"``) of one event."""
+    if kind in ROOT_KINDS:
+        return "root"
+    if kind in CASCADE_KINDS:
+        return "cascade"
+    if kind == "signal":
+        return "root" if str(details.get("signal", "")) in ROOT_SIGNALS else "cascade"
+    if kind in EXCEPTION_KINDS:
+        exc = str(details.get("exception") or "")
+        text = str(details.get("exc_message") or message or "")
+        return "cascade" if is_cascade_exception(exc, text) else "root"
+    return "info"
+
+
+def event_roles(events: pd.DataFrame) -> pd.Series:
+    """Return each event's role (``"root"``, ``"cascade"``, ``"info"``), aligned on ``events``."""
+    if events.empty:
+        return pd.Series([], index=events.index, dtype=object, name="role")
+    roles = [
+        event_role(str(k), "" if m is None else str(m), _details(d))
+        for k, m, d in zip(events["kind"], events["message"], events["details"], strict=True)
+    ]
+    return pd.Series(roles, index=events.index, dtype=object, name="role")
+
+
+def _pid_ranks(events: pd.DataFrame) -> dict[int, int]:
+    """Map launcher pids to ranks from ``exit`` / ``child_failed`` rows."""
+    out: dict[int, int] = {}
+    for rank, det in zip(events["rank"], events["details"], strict=True):
+        d = _details(det)
+        pid = d.get("pid")
+        r = d.get("rank", rank)
+        if pid is not None and r is not None and not pd.isna(r):
+            out[int(pid)] = int(r)
+    return out
+
+
+def attributed_ranks(events: pd.DataFrame) -> pd.Series:
+    """Return the events' ranks, launcher signals with a rank-less row given their pid's rank."""
+    ranks = events["rank"].astype("Int64").copy()
+    if events.empty:
+        return ranks
+    pids = _pid_ranks(events)
+    for idx, det in zip(events.index, events["details"], strict=True):
+        if pd.isna(ranks.at[idx]):
+            pid = _details(det).get("pid")
+            if pid is not None and int(pid) in pids:
+                ranks.at[idx] = pids[int(pid)]
+    return ranks
+
+
+def order_events(frame: pd.DataFrame) -> pd.DataFrame:
+    """Order one rank's events by wall_time when all are timed, else by (source, line)."""
+    if frame.empty:
+        return frame
+    keys = ["source", "line"]
+    if frame["wall_time"].notna().all():
+        keys = ["wall_time", *keys]
+    tmp = frame.assign(source=frame["source"].astype(str))
+    return frame.loc[tmp.sort_values(keys, kind="stable").index]
+
+
+def _exitcode(frame: pd.DataFrame) -> int | None:
+    codes: dict[str, int] = {}
+    for kind, det in zip(frame["kind"].astype(str), frame["details"], strict=True):
+        code = _details(det).get("exitcode")
+        if code is not None and kind in ("child_failed", "exit") and kind not in codes:
+            codes[kind] = int(code)
+    return codes.get("child_failed", codes.get("exit"))
+
+
+def _signals(frame: pd.DataFrame) -> set[str]:
+    out: set[str] = set()
+    for kind, det in zip(frame["kind"].astype(str), frame["details"], strict=True):
+        d = _details(det)
+        if kind in LAUNCHER_KINDS and d.get("signal"):
+            out.add(str(d["signal"]))
+        if kind == "exit" and str(d.get("how", "")).lower().startswith("terminated"):
+            out.add("SIGTERM")
+    return out
+
+
+def _ending(frame: pd.DataFrame, roles: pd.Series, exitcode: int | None,
+            others_failed: bool, stopped_early: bool) -> str:
+    kinds = frame["kind"].astype(str)
+    own = ~kinds.isin(LAUNCHER_KINDS)
+    signals = _signals(frame)
+    if (kinds == "oom").any():
+        return "oom"
+    if ((kinds == "host_kill").any() or exitcode in KILLED_EXITCODES
+            or bool(signals & ROOT_SIGNALS)):
+        return "killed"
+    if ((roles == "root") & own).any():
+        return "raised"
+    if ((roles == "cascade") & own).any():
+        return "timed_out"
+    if others_failed or stopped_early:
+        return "silent"
+    if exitcode in TERMINATED_EXITCODES or "SIGTERM" in signals:
+        return "terminated"
+    if exitcode not in (None, 0):
+        return "exited"
+    return "ok"
+
+
+def _first_error(frame: pd.DataFrame, roles: pd.Series) -> pd.Series | None:
+    """The rank's first root event, else its first own cascade, else its first launcher line.
+
+    A torchelastic ``error_file`` (error.json, a copy of the traceback) is taken only when
+    the rank's log holds no line of the same role: the log line has a step and a line.
+    """
+    kinds = frame["kind"].astype(str)
+    own = ~kinds.isin(LAUNCHER_KINDS)
+    logged = kinds != "error_file"
+    for mask in ((roles == "root"), (roles == "cascade") & own, (roles == "cascade")):
+        for pick in (mask & logged, mask):
+            hits = frame[pick.to_numpy()]
+            if not hits.empty:
+                return hits.iloc[0]
+    return None
+
+
+def rank_status(run: Any) -> pd.DataFrame:
+    """Return one row per rank known from scalars or events (index ``rank``).
+
+    Columns: ``last_step``, ``last_time``, ``ended`` (one of :data:`ENDINGS`),
+    ``exitcode``, ``first_error_kind``, ``first_error_step``, ``first_error_message``,
+    ``first_error_source``, ``first_error_line`` (the rank's first root event, else its
+    first cascade event; its step is the reader's, i.e. the last step the rank logged
+    before the error), ``root`` (the rank has a root event). ``silent`` means no
+    error of its own while another rank has one, or a log that stops at an earlier
+    step than the other ranks'.
+    """
+    scalars: pd.DataFrame = run.scalars
+    events: pd.DataFrame = run.events
+    ev = events.assign(rank=attributed_ranks(events)) if not events.empty else events
+    roles = event_roles(ev)
+    ranks: set[int] = set()
+    if not scalars.empty:
+        ranks |= {int(r) for r in scalars["rank"].dropna().unique()}
+    if not ev.empty:
+        ranks |= {int(r) for r in ev["rank"].dropna().unique()}
+    rows: list[dict[str, Any]] = []
+    per_rank: dict[int, tuple[pd.DataFrame, pd.Series]] = {}
+    for r in sorted(ranks):
+        frame = order_events(ev[ev["rank"] == r]) if not ev.empty else ev
+        per_rank[r] = (frame, roles.loc[frame.index] if not frame.empty else roles)
+    scalar_steps: dict[int, int] = {}
+    if not scalars.empty:
+        ranked = scalars.dropna(subset=["rank"])
+        for r, grp in ranked.groupby(ranked["rank"].astype(int)):
+            if grp["step"].notna().any():
+                scalar_steps[int(r)] = int(grp["step"].max())
+    max_step = max(scalar_steps.values(), default=None)
+    failing = {r for r, (f, ro) in per_rank.items()
+               if ((ro != "info") & ~f["kind"].astype(str).isin(LAUNCHER_KINDS)).any()}
+    for r in sorted(ranks):
+        frame, ro = per_rank[r]
+        last_step = scalar_steps.get(r)
+        if last_step is None and not frame.empty and frame["step"].notna().any():
+            last_step = int(frame["step"].max())
+        times = [frame["wall_time"].max() if not frame.empty else np.nan]
+        if not scalars.empty:
+            times.append(scalars.loc[scalars["rank"] == r, "wall_time"].max())
+        last_time = float(np.nanmax(times)) if np.isfinite(np.asarray(times, float)).any() \
+            else np.nan
+        exitcode = _exitcode(frame) if not frame.empty else None
+        stopped_early = (r in scalar_steps and max_step is not None
+                         and scalar_steps[r] < max_step)
+        ended = _ending(frame, ro, exitcode, bool(failing - {r}), stopped_early) \
+            if not frame.empty else ("silent" if (failing or stopped_early) else "ok")
+        first = _first_error(frame, ro) if not frame.empty else None
+        rows.append({
+            "rank": r, "last_step": last_step, "last_time": last_time, "ended": ended,
+            "exitcode": exitcode,
+            "first_error_kind": None if first is None else str(first["kind"]),
+            "first_error_step": None if first is None or pd.isna(first["step"])
+            else int(first["step"]),
+            "first_error_message": None if first is None else first["message"],
+            "first_error_source": None if first is None else str(first["source"]),
+            "first_error_line": None if first is None or pd.isna(first["line"])
+            else int(first["line"]),
+            "root": bool((ro == "root").any()) if not frame.empty else False,
+        })
+    out = pd.DataFrame(rows, columns=["rank", *RANK_COLUMNS])
+    for col in ("rank", "last_step", "exitcode", "first_error_step", "first_error_line"):
+        out[col] = out[col].astype("Int64")
+    out["last_time"] = out["last_time"].astype(float)
+    out["root"] = out["root"].astype(bool)
+    for col in ("ended", "first_error_kind", "first_error_message", "first_error_source"):
+        out[col] = out[col].astype(object)
+    return out.set_index("rank")
