@@ -1,0 +1,143 @@
+"""Shared helpers of the crash and OOM rules: root candidates, cascades, torchelastic's claim."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from autopsy.signals.ranks import attributed_ranks, event_roles, rank_status
+
+#: Short names of cascade errors, for "ranks 0,1,3 then failed with ...".
+CASCADE_LABELS: tuple[tuple[str, str], ...] = (
+    (r"connection closed by peer", "Connection closed by peer"),
+    (r"connection reset by peer", "Connection reset by peer"),
+    (r"watchdog caught collective operation timeout", "an NCCL watchdog timeout"),
+    (r"timed? ?out", "a collective timeout"),
+    (r"communicator (?:was )?aborted", "an aborted NCCL communicator"),
+    (r"remote process exited|DistBackendError", "a NCCL remote error"),
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One rank's (or the rank-less process's) first root event of a kind."""
+
+    rank: int | None
+    row: pd.Series
+    wall_time: float
+    step: int | None
+    claimed: bool
+
+
+def attributed(events: pd.DataFrame) -> pd.DataFrame:
+    """The events with launcher rows given their pid's rank and a ``role`` column."""
+    ev = events.assign(rank=attributed_ranks(events))
+    return ev.assign(role=event_roles(ev))
+
+
+def claimed_root(events: pd.DataFrame) -> tuple[int | None, pd.Series | None]:
+    """The rank torchelastic's "Root Cause (first observed failure)" names, with its row."""
+    for idx, kind in zip(events.index, events["kind"].astype(str), strict=True):
+        d = events.at[idx, "details"]
+        if kind == "child_failed" and isinstance(d, dict) and d.get("claimed_root"):
+            r = d.get("rank", events.at[idx, "rank"])
+            return (None if r is None or pd.isna(r) else int(r)), events.loc[idx]
+    return None, None
+
+
+def earliest(rows: pd.DataFrame, events: pd.DataFrame) -> list[Candidate]:
+    """Group candidate rows by rank; order ranks by wall_time, else step, else torchelastic.
+
+    Each rank's candidate is its first row in log order (a log line rather than an
+    ``error_file`` copy when both exist); its time and step are the earliest of its rows.
+    """
+    claimed, _ = claimed_root(events)
+    out: list[Candidate] = []
+    keyed = rows.assign(_r=rows["rank"].astype("float").fillna(-1),
+                        _s=rows["source"].astype(str))
+    for r, grp in keyed.groupby("_r", sort=True):
+        grp = grp.sort_values(["_s", "line"], kind="stable")
+        logged = grp[grp["kind"].astype(str) != "error_file"]
+        row = (logged if not logged.empty else grp).iloc[0]
+        rank = None if r < 0 else int(r)
+        steps = grp["step"].dropna()
+        out.append(Candidate(
+            rank=rank, row=row.drop(["_r", "_s"]),
+            wall_time=float(grp["wall_time"].min()) if grp["wall_time"].notna().any()
+            else math.nan,
+            step=int(steps.min()) if not steps.empty else None,
+            claimed=rank is not None and rank == claimed,
+        ))
+    if out and all(not math.isnan(c.wall_time) for c in out):
+        return sorted(out, key=lambda c: (c.wall_time, c.rank if c.rank is not None else -1))
+    return sorted(out, key=lambda c: (c.step if c.step is not None else math.inf,
+                                      not c.claimed,
+                                      c.rank if c.rank is not None else -1))
+
+
+def cascade_label(message: str | None) -> str:
+    """A short name for a cascade error message."""
+    text = message or ""
+    for pattern, label in CASCADE_LABELS:
+        if re.search(pattern, text, re.IGNORECASE):
+            return label
+    return text.split("\n")[0][:80] or "an error"
+
+
+def cascade_summary(run: Any, culprit: int | None) -> tuple[str | None, list[int]]:
+    """Summarise how the other ranks failed: "ranks 0,1,3 then failed with ..."."""
+    status = rank_status(run)
+    groups: dict[str, list[int]] = {}
+    for r, row in status.iterrows():
+        if culprit is not None and int(r) == culprit:
+            continue
+        if row["ended"] == "timed_out":
+            label = f"failed with {cascade_label(row['first_error_message'])}"
+        elif row["ended"] in ("silent", "terminated"):
+            label = "stopped without an error of their own (terminated by the launcher)"
+        elif row["ended"] == "exited":
+            label = f"exited with code {row['exitcode']}"
+        else:
+            continue
+        groups.setdefault(label, []).append(int(r))
+    if not groups:
+        return None, []
+    parts = [f"rank{'s' if len(rs) > 1 else ''} {','.join(map(str, rs))} then {label}"
+             for label, rs in groups.items()]
+    return "; ".join(parts), sorted(r for rs in groups.values() for r in rs)
+
+
+def claim_evidence(events: pd.DataFrame, culprit: int | None) -> tuple[str | None, bool | None]:
+    """Compare torchelastic's claimed root with the culprit: (summary, agrees)."""
+    claimed, row = claimed_root(events)
+    if claimed is None or row is None:
+        return None, None
+    code = row["details"].get("exitcode") if isinstance(row["details"], dict) else None
+    if claimed == culprit:
+        return (f"torchelastic's \"Root Cause (first observed failure)\" also names rank "
+                f"{claimed} (exitcode {code})"), True
+    return (f"torchelastic's \"Root Cause (first observed failure)\" names rank {claimed} "
+            f"(exitcode {code}), but that rank is a victim: its error came after and "
+            f"because of rank {culprit}'s"), False
+
+
+def user_frame(details: dict[str, Any]) -> dict[str, Any] | None:
+    """The innermost traceback frame in user code (not under site-packages or torch)."""
+    uf = details.get("user_frame")
+    if isinstance(uf, dict):
+        return uf
+    frames = details.get("frames") or []
+    for fr in reversed(frames):
+        path = str(fr.get("file", ""))
+        if "site-packages" not in path and "/torch/" not in path and "dist-packages" not in path:
+            return fr
+    return None
+
+
+def first_bad_step(step: int | None) -> int | None:
+    """The step the rank failed in: the reader's event step is the last one it logged."""
+    return None if step is None else step + 1

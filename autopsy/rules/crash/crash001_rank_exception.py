@@ -1,0 +1,137 @@
+"""CRASH001: a rank raised an exception and the others failed because of it."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from autopsy.model.finding import Evidence, Family, Finding, Severity
+from autopsy.model.run import Run
+from autopsy.rules.context import RuleContext
+from autopsy.rules.crash._failures import (
+    attributed,
+    cascade_summary,
+    claim_evidence,
+    earliest,
+    first_bad_step,
+    user_frame,
+)
+from autopsy.rules.registry import rule
+
+#: Exception kinds this rule reads.
+EXCEPTION_KINDS: frozenset[str] = frozenset({"traceback", "error_file"})
+#: Root kinds that other rules explain (an OOM, a host kill, a collective mismatch):
+#: a rank with one of these is not this rule's.
+EXPLAINED_KINDS: frozenset[str] = frozenset({"oom", "host_kill", "collective_mismatch"})
+#: An exception that is an out-of-memory error (OOM001/OOM002 explain it).
+OOM_EXCEPTION = re.compile(
+    r"OutOfMemoryError|out of memory|can't allocate memory|killed by signal", re.IGNORECASE)
+
+
+def _is_oom(row: pd.Series) -> bool:
+    d = row["details"] if isinstance(row["details"], dict) else {}
+    return bool(OOM_EXCEPTION.search(f"{d.get('exception', '')} {d.get('exc_message', '')}"))
+
+
+@rule(
+    code="CRASH001",
+    name="rank-exception",
+    family=Family.CRASH,
+    causes=("exception",),
+    thresholds={"confidence": 0.9, "confidence_disputed": 0.8},
+)
+def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
+    """A rank raised an exception that killed the run.
+
+    What happened:
+        One process raised an exception of its own (a ``ValueError`` from a bad
+        batch, an ``IndexError``, a ``KeyError``, an assertion...) and died; in a
+        distributed job the other ranks then failed in the next collective: they
+        timed out, lost their connection to the dead rank ("Connection closed by
+        peer") or were SIGTERMed by the launcher. Those later errors are the
+        cascade; the first exception of its own class is the root. Ranks are
+        ordered by wall time when the logs have it, else by step, else by
+        torchelastic's error report. torchelastic's "Root Cause (first observed
+        failure)" is checked, not trusted: it names the first child *it saw*
+        exit, often a victim.
+
+    Why it happens:
+        A bug in the training or data code, or a bad sample that reaches only one
+        rank's shard. Tracebacks of out-of-memory errors, host kills and
+        collective mismatches are left to their own rules (OOM001, OOM002 and the
+        mismatch rules).
+
+    How to fix:
+        Read the root traceback: fix the code at the user frame shown, or the
+        sample it names; ignore the other ranks' timeouts and connection errors,
+        they are consequences. Reproduce on one process at the step shown.
+
+    Evidence shown:
+        The exception type and message, the rank, the step it failed in (the step
+        after the last one it logged), the innermost frame in user code and the
+        traceback's file:line, how the other ranks failed, and whether
+        torchelastic's root cause agrees. Confidence is ``confidence``, or
+        ``confidence_disputed`` when several ranks raised exceptions of their own.
+    """
+    if run.events.empty:
+        return None
+    ev = attributed(run.events)
+    kinds = ev["kind"].astype(str)
+    explained = set(ev.loc[kinds.isin(EXPLAINED_KINDS), "rank"].dropna().astype(int))
+    rows = ev[kinds.isin(EXCEPTION_KINDS) & (ev["role"] == "root")]
+    rows = rows[~rows.apply(_is_oom, axis=1)] if not rows.empty else rows
+    rows = rows[~rows["rank"].isin(explained)] if explained else rows
+    if rows.empty:
+        return None
+    ranked = earliest(rows, ev)
+    first = ranked[0]
+    d = first.row["details"] if isinstance(first.row["details"], dict) else {}
+    exc = str(d.get("exception") or "Exception")
+    text = str(d.get("exc_message") or "").split("\n")[0]
+    step = first_bad_step(first.step)
+    who = f"rank {first.rank}" if first.rank is not None else "the process"
+    where = f"{first.row['source']}:{first.row['line']}" if pd.notna(first.row["line"]) \
+        else str(first.row["source"])
+    evidence = [Evidence(
+        summary=f"{who} raised {exc}: {text}" + (f" in step {step} (its log stops after "
+                                                 f"step {first.step})" if step else ""),
+        source=str(first.row["source"]),
+        line=None if pd.isna(first.row["line"]) else int(first.row["line"]),
+        numbers={"rank": first.rank, "step": step, "exception": exc},
+    )]
+    frame = user_frame(d)
+    advice = []
+    if frame:
+        loc = f"{frame.get('function', '?')} ({frame.get('file', '?')}:{frame.get('line', '?')})"
+        evidence.append(Evidence(summary=f"raised in user code at {loc}",
+                                 source=str(frame.get("file")), line=frame.get("line")))
+        advice.append(f"fix the {exc} raised in {loc}: {text[:120]}")
+    else:
+        advice.append(f"fix the {exc} of the traceback at {where}: {text[:120]}")
+    cascade, victims = (None, []) if first.rank is None else cascade_summary(run, first.rank)
+    if cascade:
+        evidence.append(Evidence(summary=cascade, numbers={"ranks": ",".join(map(str, victims))}))
+        advice.append("ignore the other ranks' errors: they are consequences of "
+                      f"rank {first.rank}'s exception")
+    claim, agrees = claim_evidence(ev, first.rank)
+    if claim:
+        evidence.append(Evidence(summary=claim))
+    others = [c for c in ranked[1:] if c.rank is not None]
+    if others:
+        evidence.append(Evidence(summary="other ranks raised exceptions of their own later: "
+                                 + ", ".join(f"rank {c.rank}" for c in others)))
+    if step is not None:
+        advice.append(f"reproduce on a single process by running to step {step}")
+    confidence = ctx["confidence_disputed"] if others else ctx["confidence"]
+    if agrees:
+        confidence = min(1.0, confidence + 0.05)
+    return ctx.finding(
+        message=f"{who[0].upper() + who[1:]} raised {exc}: {text[:160]}"
+                + (f" (step {step})" if step else "")
+                + (f"; {cascade}" if cascade else "") + ".",
+        severity=Severity.CRITICAL, confidence=confidence, cause="exception", step=step,
+        ranks=() if first.rank is None else (first.rank,),
+        evidence=evidence, advice=advice,
+        title=f"{exc} on {who}",
+    )
