@@ -1,0 +1,1 @@
+"""Hang rules: collective timeouts, their laggard, uneven batches, mismatches, init hangs."""
