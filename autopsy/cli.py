@@ -148,6 +148,62 @@ def _render_analyze(run: Any, diagnosis: Any, fmt: str, out: Any, verbose: bool)
         render_analysis(run, diagnosis, out, verbose=verbose)
 
 
+@cli.command(context_settings=CONTEXT_SETTINGS, epilog=exitcodes.HELP_TEXT)
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default=None,
+              help="Output format (default: text, or from the -o extension).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the report to this file instead of stdout.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Text report: also every finding's evidence and the tables of what was read.")
+@rule_options
+@library_errors
+def ranks(paths: tuple[Path, ...], fmt: str | None, output: str | None, verbose: bool,
+          sets: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...],
+          config: Path | None) -> None:
+    """Read every rank's log of a distributed job: who failed first, who hung, and why.
+
+    PATHS are log files or folders (a torchrun --log-dir, a folder of per-rank
+    logs, one interleaved log, slurm-*.out, .gz files), read together as one job.
+
+    \b
+    Example:
+        autopsy ranks logs/
+        autopsy ranks slurm-1234.out --format json -o ranks.json
+
+    The verdict comes first (family, cause, culprit rank, step), then a table of
+    every rank: how it ended (raised, oom, killed, timed out, terminated,
+    silent, ok), its last step and its first error; then the other findings.
+    """
+    from autopsy.api import diagnose, is_empty, load_run, load_settings
+    from autopsy.signals.ranks import rank_status
+
+    fmt = _format_from(fmt, output, ("text", "json"), "text")
+    settings = load_settings(sets=sets, select=select, ignore=ignore, config=config)
+    run = load_run(list(paths))
+    if is_empty(run):
+        _fail(f"nothing readable in {', '.join(str(p) for p in paths)}: "
+              f"{len(run.unread)} file(s) found, none is a log autopsy can read")
+    diagnosis = diagnose(run, settings)
+    status = rank_status(run)
+
+    def render(out: Any) -> None:
+        if fmt == "json":
+            from autopsy.report.json_report import analyze_report, dumps, rank_rows
+
+            report = analyze_report(run, diagnosis.verdict, diagnosis.findings,
+                                    [s.to_dict() for s in diagnosis.skipped])
+            report["ranks"] = rank_rows(status)
+            out.write(dumps(report))
+        else:
+            from autopsy.report.text_report import render_analysis
+
+            render_analysis(run, diagnosis, out, verbose=verbose, rank_status=status)
+
+    _emit(output, render)
+    sys.exit(exitcodes.for_family(diagnosis.verdict.family.value))
+
+
 @cli.command(name="rules", context_settings=CONTEXT_SETTINGS)
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
               default="text", help="Output format.")

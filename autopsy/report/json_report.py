@@ -40,3 +40,14 @@ def analyze_report(
 def dumps(report: dict[str, Any]) -> str:
     """Serialise a report as strict JSON (no NaN literals), indented."""
     return json.dumps(report, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def rank_rows(status: Any) -> list[dict[str, Any]]:
+    """The ``ranks`` array of the ``autopsy ranks`` report: one object per rank."""
+    rows = []
+    for rank, row in status.iterrows():
+        item = {"rank": rank}
+        for key, value in row.items():
+            item[str(key)] = None if value is None or str(value) in ("<NA>", "nan") else value
+        rows.append(item)
+    return jsonable(rows)

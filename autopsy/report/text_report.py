@@ -14,6 +14,7 @@ from autopsy.model.run import Run
 from autopsy.model.verdict import Verdict
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
     from rich.console import Console
 
     from autopsy.rules.engine import Diagnosis
@@ -55,8 +56,12 @@ def _esc(text: str) -> str:
     return escape(text)
 
 
-def render_analysis(run: Run, diagnosis: Diagnosis, out: IO[str], *, verbose: bool = False) -> None:
-    """Write the analysis report to ``out``; colour only when it is a terminal."""
+def render_analysis(run: Run, diagnosis: Diagnosis, out: IO[str], *, verbose: bool = False,
+                    rank_status: pd.DataFrame | None = None) -> None:
+    """Write the analysis report to ``out``; colour only when it is a terminal.
+
+    With ``rank_status`` (``autopsy ranks``), the per-rank table follows the verdict.
+    """
     from rich.console import Console
 
     console = Console(file=out, highlight=False)
@@ -75,6 +80,8 @@ def render_analysis(run: Run, diagnosis: Diagnosis, out: IO[str], *, verbose: bo
             console.print("[bold]What to change[/bold]")
             for item in top.advice:
                 console.print(f"  - {_esc(item)}")
+    if rank_status is not None:
+        _rank_table(console, rank_status)
     others = [f for f in diagnosis.findings if f is not top]
     if others:
         console.print(f"[bold]Other findings[/bold] ({len(others)})")
@@ -116,3 +123,43 @@ def _run_account(console: Console, run: Run) -> None:
         for p in run.problems[:MAX_OTHERS]:
             count = f" x{p.count}" if p.count > 1 else ""
             console.print(f"  {_esc(p.source)}: {_esc(p.what)}{count}")
+
+
+#: Most ranks listed in the text table (the JSON form has them all).
+MAX_RANKS = 64
+
+
+def _cell(value: object) -> str:
+    text = "" if value is None or str(value) in ("<NA>", "nan", "None") else str(value)
+    return text
+
+
+def _short(message: str, width: int = 60) -> str:
+    """A log message without its bracketed prefixes (paths, glog headers), cut to ``width``."""
+    import re
+
+    text = re.sub(r"^(\s*(\[[^\]]*\]|[EWI]\d{4} [\d:.]+ \d+ \S+\])\s*)+", "", message)
+    text = re.sub(r"^(\w+Error|\w+Exception): \[[^\]]*\]\s*", r"\1: ", text)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _rank_table(console: Console, status: pd.DataFrame) -> None:
+    from rich.table import Table
+
+    if status.empty:
+        console.print("[bold]Ranks[/bold]: no per-rank information in the logs")
+        return
+    table = Table(title="Ranks", title_justify="left", show_edge=False)
+    for col in ("rank", "ended", "last step", "exit", "first error (file:line in --format json)"):
+        table.add_column(col, justify="right" if col in ("rank", "last step", "exit") else "left",
+                         overflow="fold")
+    for rank, row in status.head(MAX_RANKS).iterrows():
+        kind = _cell(row.get("first_error_kind"))
+        message = _short(_cell(row.get("first_error_message")))
+        error = f"{kind}: {message}" if kind else ""
+        table.add_row(_cell(rank), _cell(row.get("ended")), _cell(row.get("last_step")),
+                      _cell(row.get("exitcode")), _esc(error))
+    console.print(table)
+    if len(status) > MAX_RANKS:
+        console.print(f"  ... {len(status) - MAX_RANKS} more ranks (see --format json)")
