@@ -1,0 +1,91 @@
+"""HANG005: a collective mismatch was detected and the ranks failed fast."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from autopsy.model.finding import Evidence, Family, Finding, Severity
+from autopsy.model.run import Run
+from autopsy.rules.context import RuleContext
+from autopsy.rules.registry import rule
+from autopsy.signals.ranks import rank_status
+
+#: Fingerprint fields compared across ranks.
+FIELDS: tuple[str, ...] = ("OpType", "TensorShape", "TensorDtypes")
+
+
+@rule(
+    code="HANG005",
+    name="collective-mismatch-detected",
+    family=Family.CRASH,
+    causes=("collective_mismatch",),
+    thresholds={"confidence": 0.9},
+)
+def collective_mismatch_detected(run: Run, ctx: RuleContext) -> Finding | None:
+    """The ranks raised on a detected collective mismatch.
+
+    What happened:
+        A rank raised "Detected mismatch between collectives" with the
+        fingerprints of both sides (``TORCH_DISTRIBUTED_DEBUG=DETAIL``), or gloo
+        aborted with "Received data size doesn't match expected size". The
+        culprit is the odd one out: the rank whose fingerprint (op, shape,
+        dtype) differs from the majority; with gloo's size error, the rank that
+        detected it.
+
+    Why it happens:
+        Rank-dependent code calls a collective with a different shape, dtype or
+        op on one rank (a per-rank statistic, a partial batch, a
+        rank-conditional branch).
+
+    How to fix:
+        Make the culprit rank call the same collective with the same shape and
+        dtype as the others; pad variable-size tensors or gather their sizes
+        first.
+
+    Evidence shown:
+        Each rank's fingerprint (SequenceNumber, op, shape, dtype) and the
+        field that differs.
+    """
+    ev = run.events
+    if ev.empty:
+        return None
+    rows = ev[ev["kind"].astype(str) == "collective_mismatch"]
+    if rows.empty:
+        return None
+    prints: dict[int, tuple[str, ...]] = {}
+    seq = None
+    for d in rows["details"]:
+        for fp in (d or {}).get("fingerprints") or []:
+            prints.setdefault(int(fp["rank"]), tuple(str(fp.get(k)) for k in FIELDS))
+            seq = fp.get("SequenceNumber", seq)
+    reporters = sorted({int(r) for r in rows["rank"].dropna()})
+    culprits, what = reporters, "gloo received a buffer of the wrong size"
+    if prints:
+        counts = Counter(prints.values())
+        (top, n), *rest = counts.most_common()
+        if rest and n > rest[0][1]:
+            culprits = sorted(r for r, p in prints.items() if p != top)
+            odd = prints[culprits[0]]
+            what = "; ".join(f"{k} {odd[i]} instead of {top[i]}" for i, k in enumerate(FIELDS)
+                             if odd[i] != top[i])
+        else:
+            culprits = sorted(prints)
+            what = "no majority: " + ", ".join(f"rank {r} {p}" for r, p in sorted(prints.items()))
+    status = rank_status(run)
+    last = status["last_step"].reindex(culprits).dropna() if not status.empty else None
+    step = int(last.min()) + 1 if last is not None and len(last) else None
+    evidence = [Evidence(summary=f"rank {r}: " + ", ".join(
+                             f"{k}={v}" for k, v in zip(FIELDS, p, strict=True)),
+                         numbers={"SequenceNumber": seq} if seq is not None else {})
+                for r, p in sorted(prints.items())]
+    evidence += [Evidence(summary=str(r["message"])[:200], source=r["source"],
+                          line=int(r["line"])) for _, r in rows.head(3).iterrows()]
+    return ctx.finding(
+        message=f"collective mismatch on rank(s) {culprits}"
+                + (f" in step {step}" if step is not None else "") + f": {what}",
+        severity=Severity.CRITICAL, confidence=ctx["confidence"], cause="collective_mismatch",
+        step=step, ranks=culprits, evidence=evidence,
+        advice=[f"make rank {culprits[0]} call the same collective with the same shape and "
+                "dtype as the others (pad variable-size tensors, or all_gather sizes first)",
+                "move collectives out of rank-conditional branches"],
+    )
