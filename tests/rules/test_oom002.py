@@ -1,0 +1,24 @@
+"""OOM002 host-oom: host RAM exhausted, ranks or DataLoader workers killed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import autopsy
+from autopsy.api import diagnose
+from autopsy.model import Family
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "ranklogs"
+
+
+def test_fires_on_host_oom_killed() -> None:
+    v = diagnose(autopsy.load_run(FIXTURES / "host_oom_killed")).verdict
+    assert (v.code, v.family, v.cause) == ("OOM002", Family.OOM, "host_oom")
+    assert v.ranks[0] == 1
+
+
+def test_near_miss_passes_on_cuda_oom_and_exceptions() -> None:
+    for path in (FIXTURES / "cuda_oom_old_format", ROOT / "sample_runs" / "ddp_rank_exception"):
+        d = diagnose(autopsy.load_run(path))
+        assert all(f.code != "OOM002" for f in d.findings), path
