@@ -87,8 +87,10 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
     ranked = earliest(rows, ev)
     first = ranked[0]
     d = first.row["details"] if isinstance(first.row["details"], dict) else {}
-    exc = str(d.get("exception") or "Exception")
-    text = str(d.get("exc_message") or "").split("\n")[0]
+    head, _, tail = str(first.row["message"] or "").partition(": ")
+    exc = str(d.get("exception") or (head if tail and " " not in head else "Exception"))
+    text = str(d.get("exc_message") or (tail if exc == head else first.row["message"]) or "")
+    text = text.split("\n")[0]
     step = first_bad_step(first.step)
     who = f"rank {first.rank}" if first.rank is not None else "the process"
     where = f"{first.row['source']}:{first.row['line']}" if pd.notna(first.row["line"]) \
