@@ -28,6 +28,6 @@ __all__ = [
     "theil_sen",
 ]
 
-from autopsy.signals.ranks import CASCADE_KINDS, event_roles, rank_status
+from autopsy.signals.ranks import CASCADE_KINDS, event_roles, rank_status, went_on_past
 
-__all__ += ["CASCADE_KINDS", "event_roles", "rank_status"]
+__all__ += ["CASCADE_KINDS", "event_roles", "rank_status", "went_on_past"]

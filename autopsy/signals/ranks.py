@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from autopsy.model.run import Run
+
 #: Event kinds that are always a consequence of another rank's failure (or the launcher's).
 CASCADE_KINDS: frozenset[str] = frozenset({
     "nccl_timeout", "collective_timeout", "connection_closed", "heartbeat_stuck",
@@ -296,3 +298,22 @@ def rank_status(run: Any) -> pd.DataFrame:
     for col in ("ended", "first_error_kind", "first_error_message", "first_error_source"):
         out[col] = out[col].astype(object)
     return out.set_index("rank")
+
+
+def went_on_past(run: Run, step: int | None, rank: int | None = None) -> int | None:
+    """The last step logged if it is beyond ``step``, else None.
+
+    A failure at ``step`` after which the run logged later steps did not end the run:
+    it was caught, or the job was restarted (a resume from a checkpoint) and went on.
+    With ``rank``, only that rank's steps count (when it logged any): in a job that
+    died, the other ranks may have logged a step further than the one that failed.
+    """
+    if step is None or run.scalars.empty:
+        return None
+    steps = run.scalars["step"]
+    if rank is not None:
+        own = steps[run.scalars["rank"] == rank]
+        if len(own):
+            steps = own
+    last = int(steps.max())
+    return last if last > step else None

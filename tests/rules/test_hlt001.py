@@ -54,9 +54,20 @@ def test_near_miss_passes_when_a_log_reports_a_traceback() -> None:
 
     run = synthetic_run({"loss": [2.0 / (1 + 0.1 * i) for i in range(30)]})
     run.events = pd.DataFrame({"rank": pd.array([2], dtype="Int64"), "wall_time": [float("nan")],
-                               "step": pd.array([15], dtype="Int64"), "kind": ["traceback"],
+                               "step": pd.array([29], dtype="Int64"), "kind": ["traceback"],
                                "message": ["ValueError: bad batch"], "source": ["train.log"],
                                "line": pd.array([10], dtype="Int64"), "details": [{}]})
     d = diagnose(run)
     assert all(f.code != "HLT001" for f in d.findings)
-    assert d.verdict.family is Family.UNKNOWN
+    assert d.verdict.family is Family.CRASH  # CRASH001 explains it
+
+
+def test_fires_when_the_run_went_on_past_a_crash() -> None:
+    from conftest import SAMPLE_RUNS
+
+    import autopsy
+
+    d = diagnose(autopsy.load_run(SAMPLE_RUNS / "resumed_after_stop"))
+    assert d.verdict.family is Family.HEALTHY
+    crash = [f for f in d.findings if f.code == "CRASH001"]
+    assert crash and crash[0].severity.value == "warning"

@@ -149,3 +149,18 @@ def test_events_without_wall_time_order_by_line() -> None:
     assert status.loc[0, "first_error_kind"] == "traceback"
     assert status.loc[0, "first_error_line"] == 3
     assert status.loc[0, "ended"] == "raised"
+
+
+def test_went_on_past_uses_the_rank_own_steps_when_it_has_some() -> None:
+    from pathlib import Path
+
+    from autopsy.model import Run, concat_scalars, empty_events, make_scalars
+    from autopsy.signals.ranks import went_on_past
+
+    frame = concat_scalars([make_scalars([1, 2, 3], "loss", [1.0, 1.0, 1.0], rank=0),
+                            make_scalars([1, 2], "loss", [1.0, 1.0], rank=1)])
+    run = Run(root=Path("."), scalars=frame, events=empty_events())
+    assert went_on_past(run, 2) == 3
+    assert went_on_past(run, 2, rank=1) is None
+    assert went_on_past(run, 2, rank=7) == 3  # a rank with no steps of its own: all count
+    assert went_on_past(run, None) is None

@@ -18,6 +18,7 @@ from autopsy.rules.crash._failures import (
     user_frame,
 )
 from autopsy.rules.registry import rule
+from autopsy.signals.ranks import went_on_past
 
 #: Exception kinds this rule reads.
 EXCEPTION_KINDS: frozenset[str] = frozenset({"traceback", "error_file"})
@@ -55,6 +56,9 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
         torchelastic's error report. torchelastic's "Root Cause (first observed
         failure)" is checked, not trusted: it names the first child *it saw*
         exit, often a victim.
+
+        When the run logged later steps after it (it was caught, or the job was
+        restarted from a checkpoint and went on), it is a warning, not the verdict.
 
     Why it happens:
         A bug in the training or data code, or a bad sample that reaches only one
@@ -128,6 +132,19 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
     confidence = ctx["confidence_disputed"] if others else ctx["confidence"]
     if agrees:
         confidence = min(1.0, confidence + 0.05)
+    later = went_on_past(run, step, first.rank)
+    if later is not None:  # caught, or the job was resumed and went on: not what ended it
+        evidence.append(Evidence(summary=f"the run went on after it: steps up to {later} "
+                                         "were logged later (a restart or resume)"))
+        return ctx.finding(
+            message=f"{who[0].upper() + who[1:]} raised {exc}: {text[:160]}"
+                    + (f" (step {step})" if step else "")
+                    + f", but the run went on to step {later}: it was restarted or resumed.",
+            severity=Severity.WARNING, confidence=confidence, cause="exception", step=step,
+            ranks=() if first.rank is None else (first.rank,),
+            evidence=evidence, advice=advice,
+            title=f"{exc} on {who}, then the run went on",
+        )
     return ctx.finding(
         message=f"{who[0].upper() + who[1:]} raised {exc}: {text[:160]}"
                 + (f" (step {step})" if step else "")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
+from autopsy.signals.ranks import went_on_past
 
 #: Log events that mean the run failed, whatever its loss did.
 FAILURE_EVENTS: frozenset[str] = frozenset({
@@ -29,7 +31,9 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
 
     What happened:
         No log of the run reports a failure (a traceback, an OOM, a timeout, a
-        collective mismatch, a failed child), every logged training loss is
+        collective mismatch, a failed child) that the run did not go on past (a
+        crash followed by a resume that reached later steps does not count), every
+        logged training loss is
         finite, and so is every grad norm but for a
         few overflow-skipped steps of an fp16 run (at most ``max_overflow_skips``,
         while the loss scaler finds its scale), and the loss at the end of the run
@@ -52,8 +56,15 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
         It vouches only with at least ``min_points`` finite points and a relative
         drop of at least ``min_drop``.
     """
-    if not run.events.empty and run.events["kind"].astype(str).isin(FAILURE_EVENTS).any():
-        return None  # the logs say something failed: never vouch over them
+    if not run.events.empty:
+        failed = run.events[run.events["kind"].astype(str).isin(FAILURE_EVENTS)]
+        ended = [
+            1 for step, rank in zip(failed["step"], failed["rank"], strict=True)
+            if pd.isna(step)
+            or went_on_past(run, int(step) + 1, None if pd.isna(rank) else int(rank)) is None
+        ]
+        if ended:
+            return None  # the logs say something failed and the run did not go on past it
     loss = run.series("loss")
     values = loss.to_numpy(dtype=float)
     if len(values) < ctx["min_points"] or not np.isfinite(values).all():
