@@ -37,6 +37,9 @@ class Block:
     data: bytes
     first_line: int
     truncated_lines: int = 0
+    #: File offset of ``data[0]`` when ``data`` is an unaltered slice of the file
+    #: (no over-long line cut in or before it without resync), else -1.
+    offset: int = -1
 
 
 def open_binary(path: Path) -> BinaryIO:
@@ -79,35 +82,47 @@ def looks_like_text(head: bytes) -> bool:
 
 
 def iter_blocks(stream: BinaryIO, carry_markers: tuple[bytes, ...] = (),
-                block_bytes: int = BLOCK_BYTES) -> Iterator[Block]:
+                block_bytes: int | None = None) -> Iterator[Block]:
     """Yield blocks of whole lines from ``stream`` (see the module docstring).
+
+    ``block_bytes`` defaults to :data:`BLOCK_BYTES` (read at call time).
 
     Raises only what reading the stream raises (``OSError``, ``EOFError`` and
     ``zlib.error`` for a torn ``.gz``); the caller records those as problems.
     """
+    if block_bytes is None:
+        block_bytes = BLOCK_BYTES
     line = 1
     pending = b""
     huge = False  # inside an over-long line whose head was dropped
     truncated = 0
+    pos = 0  # file offset of the next byte read
+    pend_off = 0  # file offset of pending[0], -1 when pending is not one slice
     while True:
         chunk = stream.read(block_bytes)
         eof = not chunk
+        buf_off = pend_off if pending else pos
         buf = pending + chunk if pending else chunk
+        pos += len(chunk)
         pending = b""
         if eof:
             if buf:
-                yield Block(buf, line, truncated + (1 if huge else 0))
+                yield Block(buf, line, truncated + (1 if huge else 0), buf_off)
             return
         cut = buf.rfind(b"\n")
         if cut < 0:
             if len(buf) > MAX_LINE_BYTES:
                 huge = True
                 buf = buf[-MAX_LINE_BYTES:]
+                buf_off = pos - MAX_LINE_BYTES
             pending = buf
+            pend_off = buf_off
             continue
         body, pending = buf[: cut + 1], buf[cut + 1:]
+        pend_off = -1 if buf_off < 0 else buf_off + cut + 1
         if len(pending) > MAX_LINE_BYTES:
             pending = pending[-MAX_LINE_BYTES:]
+            pend_off = pos - MAX_LINE_BYTES
             huge_next = True
         else:
             huge_next = False
@@ -115,15 +130,17 @@ def iter_blocks(stream: BinaryIO, carry_markers: tuple[bytes, ...] = (),
             start = len(body) - CARRY_WINDOW
             best = -1
             for marker in carry_markers:
-                pos = body.rfind(marker, start)
-                best = max(best, pos)
+                at = body.rfind(marker, start)
+                best = max(best, at)
             if best > 0:
                 ls = body.rfind(b"\n", 0, best) + 1
                 if ls > 0:
+                    contiguous = buf_off >= 0 and pend_off == buf_off + len(body)
                     pending = body[ls:] + pending
+                    pend_off = buf_off + ls if contiguous else -1
                     body = body[:ls]
         first_truncated = truncated + (1 if huge else 0)
-        yield Block(body, line, first_truncated)
+        yield Block(body, line, first_truncated, buf_off if not first_truncated else -1)
         line += body.count(b"\n")
         huge = huge_next
         truncated = 0

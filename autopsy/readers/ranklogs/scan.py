@@ -20,6 +20,7 @@ from typing import Any
 from autopsy.model.events import EventKind
 from autopsy.model.problem import Problem
 from autopsy.readers.ranklogs import events as ev
+from autopsy.readers.ranklogs.fastpath import block_hits, marker_offsets
 from autopsy.readers.ranklogs.layout import PathInfo, inline_rank, path_info, split_prefix
 from autopsy.readers.ranklogs.lines import (
     clean,
@@ -135,11 +136,13 @@ def scan_file(path: Path, rel: str) -> FileResult:
         return out
     state = _State(rel, info, out)
     truncated = 0
+    found = marker_offsets(path)
     try:
         with open_binary(path) as stream:
             for block in iter_blocks(stream, BLOCK_MARKERS):
                 truncated += block.truncated_lines
-                _scan_block(block.data, block.first_line, state)
+                hits = None if found is None else block_hits(block.data, block.offset, found)
+                _scan_block(block.data, block.first_line, state, hits)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         out.problems.append(Problem(rel, f"read stopped early: {type(exc).__name__}: {exc}",
                                     used="the lines before it", kind="truncated"))
@@ -161,12 +164,13 @@ def _follow(data: bytes, pos: int) -> Iterator[tuple[str, int]]:
         pos = end + 1
 
 
-def _scan_block(data: bytes, first_line: int, st: _State) -> None:
-    """Process every marker line of one block."""
+def _scan_block(data: bytes, first_line: int, st: _State,
+                hits: list[int] | None = None) -> None:
+    """Process every marker line of one block (``hits``: their starts, if known)."""
     line = first_line
     cur = 0
     skip_until = -1
-    for start in hit_lines(data):
+    for start in hit_lines(data) if hits is None else hits:
         if start < skip_until:
             continue
         line += data.count(b"\n", cur, start)

@@ -1,0 +1,133 @@
+"""The rank-log fast path (rg / GNU grep offsets) gives exactly the pure-Python results.
+
+Every fixture folder, and a generated multi-block log with planted failures, an
+over-long line and markers near block edges, is read with each search engine
+(``AUTOPSY_RANKLOGS_SEARCH`` = ``python``, ``grep``, ``rg``); the events and scalars
+frames and the problems must be identical. An engine whose tool is not on PATH is
+skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from autopsy.readers.ranklogs import fastpath, lines
+from autopsy.readers.ranklogs.reader import read_group, sniff
+from autopsy.readers.ranklogs.scan import scan_file
+
+FIXTURES = Path(__file__).parent / "fixtures" / "ranklogs"
+CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
+ENGINES = ("grep", "rg")
+
+
+def _need(engine: str) -> None:
+    exe = {"grep": "grep", "rg": "rg"}[engine]
+    if shutil.which(exe) is None:
+        pytest.skip(f"`{exe}` not on PATH: the {engine} fast path cannot run here "
+                    "(install the [fast] extra for rg)")
+    fastpath._tool.cache_clear()
+    if fastpath._tool(engine) is None:
+        pytest.skip(f"`{exe}` on PATH is not usable as a fast path (GNU grep needed)")
+
+
+def _read(paths: list[Path], rels: list[str], engine: str,
+          monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    monkeypatch.setenv(fastpath.ENV, engine)
+    assert fastpath.engine() == engine
+    part = read_group(paths, rels)
+    return part.events, part.scalars, [repr(p) for p in part.problems]
+
+
+def _same(a: tuple[pd.DataFrame, pd.DataFrame, list[str]],
+          b: tuple[pd.DataFrame, pd.DataFrame, list[str]]) -> None:
+    pd.testing.assert_frame_equal(a[0], b[0])
+    pd.testing.assert_frame_equal(a[1], b[1])
+    assert a[2] == b[2]
+
+
+def _logs(folder: Path) -> tuple[list[Path], list[str]]:
+    paths = sorted(p for p in folder.rglob("*") if p.is_file() and sniff(p))
+    return paths, [p.relative_to(folder).as_posix() for p in paths]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", CASES)
+def test_fixture_identical(case: str, engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _need(engine)
+    paths, rels = _logs(FIXTURES / case)
+    assert paths, case
+    slow = _read(paths, rels, "python", monkeypatch)
+    _same(_read(paths, rels, engine, monkeypatch), slow)
+
+
+def _planted_log(path: Path) -> None:
+    """A log of many small blocks: metric lines, noise, tqdm bars, failures, a huge line."""
+    rng = random.Random(7)
+    out = io.StringIO()
+    for step in range(1, 3001):
+        for i in range(5):
+            out.write(f"[2026-01-01 10:00:{i:02d},000] [INFO] [x.py:{i}] shard {rng.random()}\n")
+        if step % 2:
+            out.write(f"step {step} loss {2.0 - step / 1e4:.4f} lr 3e-4\n")
+        else:
+            out.write("{'loss': %.4f, 'grad_norm': 1.5, 'learning_rate': 3e-05, 'epoch': 0.1}\n"
+                      % (2 - step / 1e4))
+            out.write("\r".join(f" {step // 30}%|#         | {step}/3000 [00:01<00:02,  2.00it/s]"
+                                for _ in range(2)) + "\n")
+        if step == 1000:
+            out.write("x" * 200_000 + " loss 5 step=3 Killed\n")  # over-long line
+        if step == 1500:
+            out.write("Grad overflow on iteration 1500\n")
+        if step == 2000:
+            out.write("[E1218 20:27:41.532175021 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog "
+                      "caught collective operation timeout: WorkNCCL(SeqNum=4481, "
+                      "OpType=ALLREDUCE, NumelIn=26214400, NumelOut=26214400, "
+                      "Timeout(ms)=600000) ran for 600083 milliseconds before timing out.\n")
+    out.write("Traceback (most recent call last):\n"
+              '  File "/workspace/train.py", line 187, in main\n'
+              "    loss.backward()\n"
+              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 "
+              "has a total capacity of 79.10 GiB of which 1.21 GiB is free.\n")
+    path.write_text(out.getvalue(), encoding="utf-8")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_generated_identical(engine: str, tmp_path: Path,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    _need(engine)
+    log = tmp_path / "rank3.log"
+    _planted_log(log)
+    for block in (1 << 20, 70_000, 300_000):
+        monkeypatch.setattr(lines, "BLOCK_BYTES", block)
+        monkeypatch.setattr(lines, "CARRY_WINDOW", block // 4)
+        slow = _read([log], ["rank3.log"], "python", monkeypatch)
+        kinds = set(slow[0]["kind"])
+        assert {"nccl_timeout", "oom", "traceback", "overflow_skip"} <= kinds
+        _same(_read([log], ["rank3.log"], engine, monkeypatch), slow)
+
+
+def test_block_hits_rejects_bad_offsets(tmp_path: Path) -> None:
+    """Offsets that do not land on a marker are not trusted (bytes.find instead)."""
+    from array import array
+
+    data = b"noise\nstep 1 loss 2\nmore\n"
+    good = (array("q", [data.index(b"loss")]), len(data))
+    assert fastpath.block_hits(data, 0, good) == [6]
+    bad = (array("q", [2]), len(data))
+    assert fastpath.block_hits(data, 0, bad) is None
+    assert fastpath.block_hits(data, 0, (array("q"), 3)) is None  # not covered
+    assert fastpath.block_hits(data, -1, good) is None  # block not a plain slice
+
+
+def test_python_engine_runs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "rank0.log"
+    log.write_text("step 1 loss 2.0\n", encoding="utf-8")
+    monkeypatch.setenv(fastpath.ENV, "python")
+    assert fastpath.marker_offsets(log) is None
+    assert len(scan_file(log, "rank0.log").scalars) == 1
