@@ -17,17 +17,30 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from autopsy.readers.ranklogs import fastpath, lines
+from autopsy.readers.ranklogs import fastpath, lines, scan
 from autopsy.readers.ranklogs.reader import read_group, sniff
 from autopsy.readers.ranklogs.scan import scan_file
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ranklogs"
 CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
-ENGINES = ("grep", "rg")
+#: ``grep-offsets``: grep's offsets with its line numbers dropped, as rg gives them
+#: (the scanner then counts lines itself).
+ENGINES = ("grep", "grep-offsets", "rg")
+
+
+def _drop_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = fastpath.marker_offsets
+
+    def offsets_only(path: Path) -> fastpath.Found | None:
+        found = real(path)
+        return None if found is None else fastpath.Found(found.offsets, None, found.covered)
+
+    monkeypatch.setattr(scan, "marker_offsets", offsets_only)
 
 
 def _need(engine: str) -> None:
-    exe = {"grep": "grep", "rg": "rg"}[engine]
+    exe = {"grep": "grep", "grep-offsets": "grep", "rg": "rg"}[engine]
+    engine = engine.split("-")[0]
     if shutil.which(exe) is None:
         pytest.skip(f"`{exe}` not on PATH: the {engine} fast path cannot run here "
                     "(install the [fast] extra for rg)")
@@ -38,6 +51,11 @@ def _need(engine: str) -> None:
 
 def _read(paths: list[Path], rels: list[str], engine: str,
           monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    if engine == "grep-offsets":
+        _drop_lines(monkeypatch)
+        engine = "grep"
+    else:
+        monkeypatch.setattr(scan, "marker_offsets", fastpath.marker_offsets)
     monkeypatch.setenv(fastpath.ENV, engine)
     assert fastpath.engine() == engine
     part = read_group(paths, rels)
@@ -117,11 +135,11 @@ def test_block_hits_rejects_bad_offsets(tmp_path: Path) -> None:
     from array import array
 
     data = b"noise\nstep 1 loss 2\nmore\n"
-    good = (array("q", [data.index(b"loss")]), len(data))
-    assert fastpath.block_hits(data, 0, good) == [6]
-    bad = (array("q", [2]), len(data))
+    good = fastpath.Found(array("q", [data.index(b"loss")]), array("q", [2]), len(data))
+    assert fastpath.block_hits(data, 0, good) == ([6], [2])
+    bad = fastpath.Found(array("q", [2]), None, len(data))
     assert fastpath.block_hits(data, 0, bad) is None
-    assert fastpath.block_hits(data, 0, (array("q"), 3)) is None  # not covered
+    assert fastpath.block_hits(data, 0, fastpath.Found(array("q"), None, 3)) is None
     assert fastpath.block_hits(data, -1, good) is None  # block not a plain slice
 
 

@@ -25,10 +25,11 @@ import shutil
 import subprocess
 from array import array
 from bisect import bisect_left
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from autopsy.readers.ranklogs.markers import ALL_MARKERS
+from autopsy.readers.ranklogs.markers import ALL_MARKERS, ALL_RE
 
 ENV = "AUTOPSY_RANKLOGS_SEARCH"
 #: Give up on the tool after this many seconds for one file (then bytes.find).
@@ -80,17 +81,29 @@ def _command(kind: str, exe: str, path: Path) -> list[str]:
                 "--byte-offset", "--no-filename", "--no-line-number", "--no-heading",
                 "--color", "never", "--encoding", "none", "--no-ignore", "--hidden",
                 *pats, "--", str(path)]
-    return [exe, "-a", "-F", "-o", "-b", "-h", "--color=never", *pats, "--", str(path)]
+    # -n: "line:offset:match" (GNU grep's order), so the scanner need not count lines.
+    return [exe, "-a", "-F", "-o", "-n", "-b", "-h", "--color=never", *pats, "--", str(path)]
 
 
-def marker_offsets(path: Path) -> tuple[array, int] | None:
-    """Sorted byte offsets of marker matches in ``path`` and the size covered.
+@dataclass
+class Found:
+    """What the tool found in one file: match offsets (sorted), their line numbers
+    (1-based; None when the tool gave none) and the file size it covered."""
+
+    offsets: array
+    lines: array | None
+    covered: int
+
+
+def marker_offsets(path: Path) -> Found | None:
+    """Byte offsets (and line numbers) of marker matches in ``path``.
 
     None when no tool is available, the file is compressed, or the tool failed.
     """
     tool = _tool(os.environ.get(ENV, "auto").strip().lower() or "auto")
     if tool is None or path.name.endswith(".gz"):
         return None
+    with_lines = tool[0] == "grep"
     try:
         size = path.stat().st_size
         proc = subprocess.Popen(_command(*tool, path), stdout=subprocess.PIPE,
@@ -99,10 +112,17 @@ def marker_offsets(path: Path) -> tuple[array, int] | None:
     except (OSError, ValueError):
         return None
     offsets = array("q")
+    lines = array("q")
     ok = True
     try:
         assert proc.stdout is not None
         for raw in proc.stdout:
+            if with_lines:
+                num, sep, raw = raw.partition(b":")
+                if not sep or not num.isdigit():
+                    ok = False
+                    break
+                lines.append(int(num))
             head, sep, _ = raw.partition(b":")
             if not sep or not head.isdigit() or len(offsets) >= MAX_MATCHES:
                 ok = False
@@ -126,33 +146,40 @@ def marker_offsets(path: Path) -> tuple[array, int] | None:
             return None
     except OSError:
         return None
-    return array("q", sorted(offsets)), size
+    if any(offsets[i] > offsets[i + 1] for i in range(len(offsets) - 1)):
+        return None  # the tools print in file order; anything else is not understood
+    return Found(offsets, lines if with_lines else None, size)
 
 
-def block_hits(data: bytes, offset: int, found: tuple[array, int]) -> list[int] | None:
-    """Sorted line starts of ``data`` (at file ``offset``) holding a marker, or None.
+def block_hits(data: bytes, offset: int, found: Found
+               ) -> tuple[list[int], list[int] | None] | None:
+    """Line starts of ``data`` (at file ``offset``) holding a marker, and their lines.
 
-    None when the tool's offsets cannot be trusted for this block; the caller
-    then searches it with ``bytes.find``.
+    The line numbers are None when the tool gave none. The whole result is None
+    when the tool's offsets cannot be trusted for this block; the caller then
+    searches it with ``bytes.find``.
     """
-    offsets, covered = found
+    offsets = found.offsets
     end = offset + len(data)
-    if offset < 0 or end > covered:
+    if offset < 0 or end > found.covered:
         return None
     lo = bisect_left(offsets, offset)
     hi = bisect_left(offsets, end, lo)
     starts: list[int] = []
+    nums: list[int] = []
+    lines = found.lines
     last = -1
     rfind = data.rfind
+    at_marker = ALL_RE.match
     for i in range(lo, hi):
         pos = offsets[i] - offset
-        if not any(data.startswith(m, pos) for m in ALL_MARKERS):
+        if at_marker(data, pos) is None:
             return None
         if pos < last:
             continue
-        start = rfind(b"\n", 0, pos) + 1
-        if start != (starts[-1] if starts else -1):
-            starts.append(start)
+        starts.append(rfind(b"\n", 0, pos) + 1)
+        if lines is not None:
+            nums.append(lines[i])
         nl = data.find(b"\n", pos)
         last = nl if nl >= 0 else len(data)
-    return starts
+    return starts, (nums if lines is not None else None)

@@ -7,6 +7,8 @@ are rare; metric markers are frequent but cheap to confirm.
 
 from __future__ import annotations
 
+import re
+
 #: Literals that may start an event (case-sensitive, as PyTorch/NCCL write them).
 EVENT_MARKERS: tuple[bytes, ...] = (
     b"Traceback (most recent call last)",
@@ -41,6 +43,11 @@ METRIC_MARKERS: tuple[bytes, ...] = (b"loss", b"step=", b"logging_steps")
 BLOCK_MARKERS: tuple[bytes, ...] = (b"Traceback (most recent call last)", b"ChildFailedError:")
 
 ALL_MARKERS: tuple[bytes, ...] = EVENT_MARKERS + METRIC_MARKERS
+
+#: One pattern per marker set, for checking a single line (``search``) or an
+#: offset (``match``); over whole blocks ``bytes.find`` per literal is faster.
+EVENT_RE: re.Pattern[bytes] = re.compile(b"|".join(re.escape(m) for m in EVENT_MARKERS))
+ALL_RE: re.Pattern[bytes] = re.compile(b"|".join(re.escape(m) for m in ALL_MARKERS))
 
 
 def hit_lines(block: bytes, markers: tuple[bytes, ...] = ALL_MARKERS) -> list[int]:

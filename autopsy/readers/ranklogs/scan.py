@@ -29,7 +29,7 @@ from autopsy.readers.ranklogs.lines import (
     open_binary,
     read_head,
 )
-from autopsy.readers.ranklogs.markers import BLOCK_MARKERS, EVENT_MARKERS, hit_lines
+from autopsy.readers.ranklogs.markers import BLOCK_MARKERS, EVENT_RE, hit_lines
 from autopsy.readers.ranklogs.metrics import bar_step_after, logging_steps, parse_metrics
 from autopsy.readers.ranklogs.timestamps import parse_time
 
@@ -165,21 +165,30 @@ def _follow(data: bytes, pos: int) -> Iterator[tuple[str, int]]:
 
 
 def _scan_block(data: bytes, first_line: int, st: _State,
-                hits: list[int] | None = None) -> None:
-    """Process every marker line of one block (``hits``: their starts, if known)."""
+                hits: tuple[list[int], list[int] | None] | None = None) -> None:
+    """Process every marker line of one block.
+
+    ``hits``: the starts of those lines (and maybe their line numbers) when the
+    fast path found them; else they are searched here.
+    """
     line = first_line
     cur = 0
     skip_until = -1
-    for start in hit_lines(data) if hits is None else hits:
+    event_search = EVENT_RE.search
+    starts, numbers = (hit_lines(data), None) if hits is None else hits
+    for i, start in enumerate(starts):
         if start < skip_until:
             continue
-        line += data.count(b"\n", cur, start)
-        cur = start
+        if numbers is None:
+            line += data.count(b"\n", cur, start)
+            cur = start
+        else:
+            line = numbers[i]
         end = data.find(b"\n", start)
         if end < 0:
             end = len(data)
         raw = data[start:end]
-        if any(m in raw for m in EVENT_MARKERS):
+        if event_search(raw):
             skip_until = max(skip_until, _events_of_line(data, raw, end, line, st))
         _metrics_of_line(data, raw, end, line, st)
 
@@ -188,7 +197,7 @@ def _segments(raw: bytes) -> list[bytes]:
     """CR segments of a physical line that hold an event marker (or the line)."""
     if b"\r" not in raw:
         return [raw]
-    segs = [s for s in raw.split(b"\r") if any(m in s for m in EVENT_MARKERS)]
+    segs = [s for s in raw.split(b"\r") if EVENT_RE.search(s)]
     return segs or [raw]
 
 
