@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from autopsy.model.events import EVENT_COLUMNS, empty_events
 from autopsy.model.problem import Problem
-from autopsy.model.scalars import concat_scalars, empty_scalars, make_scalars
+from autopsy.model.scalars import empty_scalars, make_scalars
 from autopsy.readers.base import RunPart
 from autopsy.readers.ranklogs.lines import looks_like_text, read_head
-from autopsy.readers.ranklogs.scan import NO_RANK, FileResult, scan_file
+from autopsy.readers.ranklogs.scan import NO_RANK, FileResult, ScalarColumns, scan_file
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -101,24 +101,49 @@ def _safe_scan(path: Path, rel: str) -> FileResult:
 
 
 def _scalars(results: list[FileResult]) -> pd.DataFrame:
+    """One scalars frame from every file's columns, built without per-file frames.
+
+    Each file's columns are released as soon as they are gathered, so the peak is
+    about the columns once plus the frame, not per-file frames plus their concat.
+    """
     import numpy as np
     import pandas as pd
 
-    frames = []
+    tags: dict[str, int] = {}
+    sources: dict[str, int] = {}
+    names = ("step", "value", "wall_time", "rank", "segment")
+    dtypes = (np.int64, np.float64, np.float64, np.int64, np.int64)
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in (*names, "tag", "source")}
     for r in results:
         cols = r.scalars
-        if not len(cols):
+        n = len(cols)
+        if not n:
             continue
-        codes = np.frombuffer(cols.tag, dtype=np.int32)
-        ranks = pd.array(np.frombuffer(cols.rank, dtype=np.int64), dtype="Int64")
-        ranks[ranks == NO_RANK] = pd.NA
-        frames.append(make_scalars(
-            np.frombuffer(cols.step, dtype=np.int64),
-            pd.Categorical.from_codes(codes, categories=cols.tags),
-            np.frombuffer(cols.value, dtype=np.float64),
-            wall_time=np.frombuffer(cols.wall_time, dtype=np.float64),
-            rank=ranks, segment=np.frombuffer(cols.segment, dtype=np.int64), source=r.source))
-    return concat_scalars(frames) if frames else empty_scalars()
+        remap = np.array([tags.setdefault(t, len(tags)) for t in cols.tags], dtype=np.int32)
+        parts["tag"].append(remap[np.frombuffer(cols.tag, dtype=np.int32)])
+        for name, dtype in zip(names, dtypes, strict=True):
+            parts[name].append(np.frombuffer(getattr(cols, name), dtype=dtype))
+        parts["source"].append(np.full(n, sources.setdefault(r.source, len(sources)),
+                                       dtype=np.int32))
+        r.scalars = ScalarColumns()  # the views above now hold the only reference
+    if not sources:
+        return empty_scalars()
+
+    def gather(name: str) -> np.ndarray:
+        out = np.concatenate(parts[name]) if len(parts[name]) > 1 else parts[name][0].copy()
+        parts[name].clear()
+        return out
+
+    rank_raw = gather("rank")
+    ranks = pd.array(rank_raw, dtype="Int64")
+    ranks[rank_raw == NO_RANK] = pd.NA
+    del rank_raw
+    return make_scalars(
+        gather("step"),
+        pd.Categorical.from_codes(gather("tag"), categories=list(tags)),
+        gather("value"),
+        wall_time=gather("wall_time"), rank=ranks, segment=gather("segment"),
+        source=pd.Categorical.from_codes(gather("source"), categories=list(sources)))
 
 
 def _events(results: list[FileResult]) -> pd.DataFrame:
