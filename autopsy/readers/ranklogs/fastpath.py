@@ -1,11 +1,11 @@
 """Fast path: marker offsets of a whole file found by ripgrep or GNU grep.
 
 Searching the ~26 marker literals with ``bytes.find`` costs one pass over the data
-per literal (about 120 MB/s in all); ``rg`` or GNU ``grep -F`` searches them all
-in one pass at about 1 GB/s. :func:`marker_offsets` runs the first one found on
-``PATH`` (``rg`` first: the ``ripgrep`` wheel of the ``[fast]`` extra ships it)
-over one plain file, with ``-o -b`` (the byte offset of every match), and returns
-the sorted offsets, or None when no tool is there or it failed.
+per literal (about 120 MB/s in all); GNU ``grep -F`` or ``rg -F`` searches them all
+in one pass at about 1 GB/s. :func:`marker_offsets` runs one over one plain file
+(GNU grep first, else ``rg``: the ``ripgrep`` wheel of the ``[fast]`` extra ships
+it) with ``-o -n -b`` (line number and byte offset of every match), and returns
+them, or None when no tool is there or it failed.
 
 The result is only a hint. The scanner maps it onto each block and checks every
 offset holds a marker; any block whose offsets do not check out (or that the tool
@@ -40,15 +40,24 @@ MAX_MATCHES = 2_000_000
 
 @lru_cache(maxsize=4)
 def _tool(choice: str) -> tuple[str, str] | None:
-    """``(kind, executable)`` of the search tool to use, or None."""
+    """``(kind, executable)`` of the search tool to use, or None.
+
+    ``auto`` takes GNU grep first (one file per call, it measured faster here than
+    ripgrep 13: see ``docs/performance.md``), then ``rg`` (macOS, Windows).
+    """
     if choice == "python":
         return None
-    if choice in ("auto", "rg"):
-        rg = shutil.which("rg")
-        if rg:
-            return "rg", rg
-        if choice == "rg":
+    if choice in ("auto", "grep"):
+        grep = _gnu_grep()
+        if grep:
+            return "grep", grep
+        if choice == "grep":
             return None
+    rg = shutil.which("rg")
+    return ("rg", rg) if rg else None
+
+
+def _gnu_grep() -> str | None:
     grep = shutil.which("grep")
     if not grep:
         return None
@@ -57,7 +66,7 @@ def _tool(choice: str) -> tuple[str, str] | None:
                                  env=_env()).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    return ("grep", grep) if b"GNU grep" in version else None
+    return grep if b"GNU grep" in version else None
 
 
 def engine() -> str:
@@ -78,10 +87,10 @@ def _command(kind: str, exe: str, path: Path) -> list[str]:
     pats = [a for m in ALL_MARKERS for a in ("-e", m.decode("latin-1"))]
     if kind == "rg":
         return [exe, "--no-config", "--text", "--fixed-strings", "--only-matching",
-                "--byte-offset", "--no-filename", "--no-line-number", "--no-heading",
+                "--byte-offset", "--line-number", "--no-filename", "--no-heading",
                 "--color", "never", "--encoding", "none", "--no-ignore", "--hidden",
                 *pats, "--", str(path)]
-    # -n: "line:offset:match" (GNU grep's order), so the scanner need not count lines.
+    # -n -b -o: "line:offset:match" (rg's order too), so the scanner need not count lines.
     return [exe, "-a", "-F", "-o", "-n", "-b", "-h", "--color=never", *pats, "--", str(path)]
 
 
@@ -103,7 +112,6 @@ def marker_offsets(path: Path) -> Found | None:
     tool = _tool(os.environ.get(ENV, "auto").strip().lower() or "auto")
     if tool is None or path.name.endswith(".gz"):
         return None
-    with_lines = tool[0] == "grep"
     try:
         size = path.stat().st_size
         proc = subprocess.Popen(_command(*tool, path), stdout=subprocess.PIPE,
@@ -117,12 +125,11 @@ def marker_offsets(path: Path) -> Found | None:
     try:
         assert proc.stdout is not None
         for raw in proc.stdout:
-            if with_lines:
-                num, sep, raw = raw.partition(b":")
-                if not sep or not num.isdigit():
-                    ok = False
-                    break
-                lines.append(int(num))
+            num, sep, raw = raw.partition(b":")
+            if not sep or not num.isdigit():
+                ok = False
+                break
+            lines.append(int(num))
             head, sep, _ = raw.partition(b":")
             if not sep or not head.isdigit() or len(offsets) >= MAX_MATCHES:
                 ok = False
@@ -148,7 +155,7 @@ def marker_offsets(path: Path) -> Found | None:
         return None
     if any(offsets[i] > offsets[i + 1] for i in range(len(offsets) - 1)):
         return None  # the tools print in file order; anything else is not understood
-    return Found(offsets, lines if with_lines else None, size)
+    return Found(offsets, lines, size)
 
 
 def block_hits(data: bytes, offset: int, found: Found
