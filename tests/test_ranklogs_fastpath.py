@@ -84,8 +84,9 @@ def test_fixture_identical(case: str, engine: str, monkeypatch: pytest.MonkeyPat
     _same(_read(paths, rels, engine, monkeypatch), slow)
 
 
-def _planted_log(path: Path) -> None:
-    """A log of many small blocks: metric lines, noise, tqdm bars, failures, a huge line."""
+def _planted_log(path: Path, huge: bool) -> None:
+    """A log of many small blocks: metric lines, noise, tqdm bars, failures, maybe a huge
+    line (which sends a whole file to the pure-Python search)."""
     rng = random.Random(7)
     out = io.StringIO()
     for step in range(1, 3001):
@@ -98,7 +99,7 @@ def _planted_log(path: Path) -> None:
                       % (2 - step / 1e4))
             out.write("\r".join(f" {step // 30}%|#         | {step}/3000 [00:01<00:02,  2.00it/s]"
                                 for _ in range(2)) + "\n")
-        if step == 1000:
+        if step == 1000 and huge:
             out.write("x" * 200_000 + " loss 5 step=3 Killed\n")  # over-long line
         if step == 1500:
             out.write("Grad overflow on iteration 1500\n")
@@ -115,19 +116,32 @@ def _planted_log(path: Path) -> None:
     path.write_text(out.getvalue(), encoding="utf-8")
 
 
+@pytest.mark.parametrize("huge", [False, True])
 @pytest.mark.parametrize("engine", ENGINES)
-def test_generated_identical(engine: str, tmp_path: Path,
+def test_generated_identical(engine: str, huge: bool, tmp_path: Path,
                              monkeypatch: pytest.MonkeyPatch) -> None:
     _need(engine)
     log = tmp_path / "rank3.log"
-    _planted_log(log)
+    _planted_log(log, huge)
+    used: list[bool] = []
+    real = scan._scan_text
+
+    def spy(*args: object) -> scan.FileResult | None:
+        got = real(*args)  # type: ignore[arg-type]
+        used.append(args[3] is not None and got is not None)
+        return got
+
+    monkeypatch.setattr(scan, "_scan_text", spy)
     for block in (1 << 20, 70_000, 300_000):
         monkeypatch.setattr(lines, "BLOCK_BYTES", block)
         monkeypatch.setattr(lines, "CARRY_WINDOW", block // 4)
         slow = _read([log], ["rank3.log"], "python", monkeypatch)
         kinds = set(slow[0]["kind"])
         assert {"nccl_timeout", "oom", "traceback", "overflow_skip"} <= kinds
+        used.clear()
         _same(_read([log], ["rank3.log"], engine, monkeypatch), slow)
+        if not huge:  # a line cut to its tail makes the fast path give up: no claim then
+            assert any(used), "the fast path did not run"
 
 
 def test_block_hits_rejects_bad_offsets(tmp_path: Path) -> None:

@@ -82,17 +82,19 @@ def looks_like_text(head: bytes) -> bool:
 
 
 def iter_blocks(stream: BinaryIO, carry_markers: tuple[bytes, ...] = (),
-                block_bytes: int | None = None) -> Iterator[Block]:
+                block_bytes: int | None = None, count_lines: bool = True) -> Iterator[Block]:
     """Yield blocks of whole lines from ``stream`` (see the module docstring).
 
-    ``block_bytes`` defaults to :data:`BLOCK_BYTES` (read at call time).
+    ``block_bytes`` defaults to :data:`BLOCK_BYTES` (read at call time). With
+    ``count_lines`` false every block's ``first_line`` is 0 (a caller that knows
+    its line numbers otherwise saves a pass over the data).
 
     Raises only what reading the stream raises (``OSError``, ``EOFError`` and
     ``zlib.error`` for a torn ``.gz``); the caller records those as problems.
     """
     if block_bytes is None:
         block_bytes = BLOCK_BYTES
-    line = 1
+    line = 1 if count_lines else 0
     pending = b""
     huge = False  # inside an over-long line whose head was dropped
     truncated = 0
@@ -141,7 +143,8 @@ def iter_blocks(stream: BinaryIO, carry_markers: tuple[bytes, ...] = (),
                     body = body[:ls]
         first_truncated = truncated + (1 if huge else 0)
         yield Block(body, line, first_truncated, buf_off if not first_truncated else -1)
-        line += body.count(b"\n")
+        if count_lines:
+            line += body.count(b"\n")
         huge = huge_next
         truncated = 0
 

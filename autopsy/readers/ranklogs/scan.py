@@ -20,7 +20,7 @@ from typing import Any
 from autopsy.model.events import EventKind
 from autopsy.model.problem import Problem
 from autopsy.readers.ranklogs import events as ev
-from autopsy.readers.ranklogs.fastpath import block_hits, marker_offsets
+from autopsy.readers.ranklogs.fastpath import Found, block_hits, marker_offsets
 from autopsy.readers.ranklogs.layout import PathInfo, inline_rank, path_info, split_prefix
 from autopsy.readers.ranklogs.lines import (
     clean,
@@ -134,14 +134,35 @@ def scan_file(path: Path, rel: str) -> FileResult:
     if head and not looks_like_text(head):
         out.problems.append(Problem(rel, "does not look like text; not read", kind="not_text"))
         return out
+    found = marker_offsets(path)
+    if found is not None:
+        fast = _scan_text(path, rel, info, found)
+        if fast is not None:
+            return fast
+    done = _scan_text(path, rel, info, None)
+    return done if done is not None else out
+
+
+def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None) -> FileResult | None:
+    """Scan a text log; with ``found`` (the fast path's hits), None if they fail a block.
+
+    When the tool gave line numbers the blocks' lines are not counted, so a block
+    the hits do not fit (an over-long line, a file changed meanwhile) cannot be
+    searched here: the caller starts again without them.
+    """
+    out = FileResult(source=rel)
     state = _State(rel, info, out)
     truncated = 0
-    found = marker_offsets(path)
     try:
         with open_binary(path) as stream:
-            for block in iter_blocks(stream, BLOCK_MARKERS):
+            counted = found is None or found.lines is None
+            for block in iter_blocks(stream, BLOCK_MARKERS, count_lines=counted):
                 truncated += block.truncated_lines
-                hits = None if found is None else block_hits(block.data, block.offset, found)
+                hits = None
+                if found is not None:
+                    hits = block_hits(block.data, block.offset, found)
+                    if hits is None:
+                        return None
                 _scan_block(block.data, block.first_line, state, hits)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         out.problems.append(Problem(rel, f"read stopped early: {type(exc).__name__}: {exc}",
