@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import random
@@ -318,12 +319,16 @@ def run_measured(cmd: list[str]) -> tuple[float, bytes, dict[str, float]]:
         "tree_mb": tree_peak / 1024}
 
 
-def check_events(planted: list[dict[str, Any]]) -> list[str]:
-    """Planted failures missing from the reader's events (read in-process, untimed)."""
+def check_events(planted: list[dict[str, Any]]) -> tuple[list[str], float, str]:
+    """Planted failures missing from the reader's events (read in-process), the
+    reader's own time (``read_group`` alone, one run) and the search engine used."""
     from autopsy.readers.ranklogs import read_group
+    from autopsy.readers.ranklogs.fastpath import engine
 
     files = log_files()
+    t0 = time.perf_counter()
     part = read_group(files, [p.name for p in files])
+    reader_s = time.perf_counter() - t0
     ev = part.events
     have = {(s, int(ln), k) for s, ln, k in zip(ev["source"], ev["line"], ev["kind"],
                                                 strict=True)}
@@ -334,7 +339,39 @@ def check_events(planted: list[dict[str, Any]]) -> list[str]:
         r = ranks.get((p["source"], p["kind"]))
         if p["kind"] != "child_failed" and r is not None and int(r) != p["rank"]:
             missing.append(f"{p['source']} {p['kind']}: rank {r}, planted {p['rank']}")
-    return missing
+    return missing, reader_s, engine()
+
+
+_STAGES = """
+import json, sys
+from pathlib import Path
+def hwm():
+    with open('/proc/self/status') as fh:
+        return {l.split(':')[0]: int(l.split()[1]) / 1024 for l in fh
+                if l.startswith(('VmHWM', 'VmRSS'))}
+import autopsy.cli
+from autopsy.api import diagnose, load_run, load_settings
+from autopsy.signals.ranks import rank_status
+from autopsy.report.json_report import analyze_report
+out = {'imports': hwm()}
+run = load_run([Path(sys.argv[1])])
+out['read'] = hwm()
+d = diagnose(run, load_settings())
+rank_status(run)
+out['diagnose'] = hwm()
+out['scalars'] = len(run.scalars)
+out['scalars_mb'] = float(run.scalars.memory_usage(deep=True).sum()) / 2**20
+print(json.dumps(out))
+"""
+
+
+def memory_stages() -> dict[str, Any]:
+    """Peak RSS of the steps ``autopsy ranks`` takes, in one fresh interpreter."""
+    proc = subprocess.run([sys.executable, "-c", _STAGES, str(OUT)], capture_output=True,
+                          text=True)
+    if proc.returncode:
+        return {}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _grep_version() -> str:
@@ -355,12 +392,13 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--regen", action="store_true")
     ap.add_argument("--skip-check", action="store_true")
+    ap.add_argument("--fallback-runs", type=int, default=1,
+                    help="runs of autopsy with the pure-Python search (0: none)")
     args = ap.parse_args()
 
     planted = generate(args.regen)
     files = [str(p) for p in log_files()]
     total = sum(os.path.getsize(f) for f in files)
-    n_lines = None
     pattern = "|".join(ere(m) for m in ALL_MARKERS)
     rows: list[tuple[str, float]] = []
 
@@ -370,7 +408,9 @@ def main() -> None:
     rg_t: list[float] = []
     if rg:
         rg_t = median_time([rg, "-c", "-e", pattern, *files], args.runs)
-        rows.append(("ripgrep `rg -c`, same markers", statistics.median(rg_t)))
+        version = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout
+        label = version.split("\n", 1)[0] if version else "ripgrep"
+        rows.append((f"{label} `rg -c`, same markers", statistics.median(rg_t)))
 
     cmd = [sys.executable, "-m", "autopsy", "ranks", str(OUT), "--format", "json"]
     run_measured(cmd)  # warm-up
@@ -382,19 +422,38 @@ def main() -> None:
     culprits = verdict.get("ranks") or []
     culprit = culprits[0] if len(culprits) == 1 else culprits
     cause = verdict.get("cause")
-    rows.append(("`autopsy ranks --format json`", statistics.median(au_t)))
-    missing = [] if args.skip_check else check_events(planted)
+    missing, reader_s, eng = ([], math.nan, "?") if args.skip_check else check_events(planted)
+    rows.append((f"`autopsy ranks --format json` (search: {eng})", statistics.median(au_t)))
+    if args.fallback_runs:
+        os.environ["AUTOPSY_RANKLOGS_SEARCH"] = "python"
+        try:
+            fb = [run_measured(cmd)[0] for _ in range(args.fallback_runs)]
+        finally:
+            del os.environ["AUTOPSY_RANKLOGS_SEARCH"]
+        rows.append(("`autopsy ranks`, pure-Python search (`AUTOPSY_RANKLOGS_SEARCH=python`)",
+                     statistics.median(fb)))
 
     g = statistics.median(grep_t)
     a = statistics.median(au_t)
-    print(f"files {len(files)}, {total / 1e9:.2f} GB, lines {n_lines}")
+    print(f"files {len(files)}, {total / 1e9:.2f} GB")
     for name, t in rows:
         print(f"{name:45s} {t:7.2f} s  {total / t / 1e9:5.2f} GB/s")
     print(f"ratio autopsy/grep {a / g:.2f}; peak RSS main {mem['main_mb']:.0f} MB, "
           f"worker {mem['worker_mb']:.0f} MB, tree {mem['tree_mb']:.0f} MB")
     print(f"verdict: culprit {culprit}, cause {cause}; family {verdict.get('family')}")
-    print(f"planted {len(planted)}, missing {len(missing)}: {missing[:5]}")
+    print(f"planted {len(planted)}, missing {len(missing)}: {missing[:5]}; "
+          f"read_group {reader_s:.2f} s ({eng})")
     ok = culprit == OOM_RANK and not missing
+    st = memory_stages()
+    stages_line = ""
+    if st:
+        stages_line = (
+            f"- where the main process's peak comes from (one fresh interpreter, VmHWM after "
+            f"each step): imports {st['imports']['VmHWM']:.0f} MB; reading the logs "
+            f"{st['read']['VmHWM']:.0f} MB (the scalars frame: {st['scalars']:,} points, "
+            f"{st['scalars_mb']:.0f} MB); rules and rank status "
+            f"{st['diagnose']['VmHWM']:.0f} MB\n")
+        print(stages_line.strip())
     if not args.no_write:
         table = "\n".join(f"| {name} | {t:.2f} s | {total / t / 1e9:.2f} |" for name, t in rows)
         rg_note = "" if rg else " (`rg` not on PATH here: no ripgrep row)"
@@ -406,12 +465,15 @@ def main() -> None:
             "torchelastic ChildFailedError). Whole-process, page cache warm, median of "
             f"{args.runs} runs after a warm-up{rg_note}.\n\n"
             "| method | time | GB/s |\n|---|---|---|\n" + table + "\n\n"
-            f"- autopsy / grep: **{a / g:.2f}x** (target: at most 4x)\n"
+            f"- autopsy / grep: **{a / g:.2f}x** (target: at most 4x). Of autopsy's time the "
+            f"rank-log reader (`read_group`, in-process, one run) takes {reader_s:.2f} s; the "
+            "rest is interpreter start and imports, the rules and the report.\n"
             f"- verdict culprit rank: {culprit} (cause `{cause}`); planted failures found: "
             f"{len(planted) - len(missing)}/{len(planted)}\n"
             f"- peak RSS (VmHWM): main process {mem['main_mb']:.0f} MB, largest worker "
             f"{mem['worker_mb']:.0f} MB; whole process tree at once {mem['tree_mb']:.0f} MB "
             "(target: at most 250 MB)\n"
+            f"{stages_line}"
             f"- Machine: {os.cpu_count()} cores, {platform.machine()}, "
             f"{platform.python_implementation()} {platform.python_version()}, "
             f"{_grep_version()}, LANG={os.environ.get('LANG', '')}\n")
