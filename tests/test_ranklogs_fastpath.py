@@ -51,6 +51,7 @@ def _need(engine: str) -> None:
 
 def _read(paths: list[Path], rels: list[str], engine: str,
           monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    monkeypatch.setattr(fastpath, "MIN_BYTES", 0)  # small files too
     if engine == "grep-offsets":
         _drop_lines(monkeypatch)
         engine = "grep"
@@ -160,6 +161,18 @@ def test_block_hits_rejects_bad_offsets(tmp_path: Path) -> None:
 def test_python_engine_runs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = tmp_path / "rank0.log"
     log.write_text("step 1 loss 2.0\n", encoding="utf-8")
+    monkeypatch.setattr(fastpath, "MIN_BYTES", 0)
     monkeypatch.setenv(fastpath.ENV, "python")
     assert fastpath.marker_offsets(log) is None
     assert len(scan_file(log, "rank0.log").scalars) == 1
+
+
+def test_small_files_stay_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _need("grep")
+    log = tmp_path / "rank0.log"
+    log.write_text("step 1 loss 2.0\n", encoding="utf-8")
+    monkeypatch.setenv(fastpath.ENV, "grep")
+    assert fastpath.marker_offsets(log) is None  # below MIN_BYTES
+    monkeypatch.setattr(fastpath, "MIN_BYTES", 0)
+    found = fastpath.marker_offsets(log)
+    assert found is not None and list(found.offsets) == [7] and list(found.lines or []) == [1]

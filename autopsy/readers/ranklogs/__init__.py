@@ -3,13 +3,18 @@
 The reader module interface (``NAME``, ``sniff``, ``read``, ``read_group``) lives in
 :mod:`autopsy.readers.ranklogs.reader` and is re-exported here, so discovery can
 name this package. Modules: ``lines`` (robust streaming), ``layout`` (rank and
-attempt attribution), ``markers`` (literal search), ``events`` and ``metrics``
+attempt attribution), ``markers`` (literal search), ``fastpath`` (the same search by
+grep/rg), ``events`` and ``metrics``
 (the parsers), ``timestamps``, ``scan`` (one file, end to end).
 
 Choices worth knowing:
 
-* Only lines holding a marker literal are decoded and parsed; the rest is skipped
-  by ``bytes.find`` over 4 MiB blocks. A line longer than 64 KiB keeps its tail.
+* Only lines holding a marker literal are decoded and parsed; the rest is skipped.
+  Files of 512 KiB and more are searched by GNU ``grep -F`` (else ``rg``) in one
+  pass for the marker offsets and line numbers (``fastpath``); otherwise, and for
+  any block those hits do not fit, by ``bytes.find`` per literal over 4 MiB blocks.
+  Both give identical frames (tested); ``AUTOPSY_RANKLOGS_SEARCH=python`` forces
+  the latter. A line longer than 64 KiB keeps its tail.
 * One event per matching line: a rank's watchdog timeout usually yields two or
   three ``nccl_timeout`` rows (the "Watchdog caught" line, then "detected by
   watchdog at work ..." / "Timeout at NCCL work ..."); consumers group them by
