@@ -7,7 +7,10 @@ there are several files totalling more than :data:`PARALLEL_BYTES`.
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -132,6 +135,7 @@ def _scalars(results: list[FileResult]) -> pd.DataFrame:
     def gather(name: str) -> np.ndarray:
         out = np.concatenate(parts[name]) if len(parts[name]) > 1 else parts[name][0].copy()
         parts[name].clear()
+        _trim_heap()
         return out
 
     rank_raw = gather("rank")
@@ -144,6 +148,30 @@ def _scalars(results: list[FileResult]) -> pd.DataFrame:
         gather("value"),
         wall_time=gather("wall_time"), rank=ranks, segment=gather("segment"),
         source=pd.Categorical.from_codes(gather("source"), categories=list(sources)))
+
+
+@lru_cache(maxsize=1)
+def _malloc_trim() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim  # type: ignore[no-any-return]
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+def _trim_heap() -> None:
+    """Give the heap freed by the workers' columns back to the OS (glibc only).
+
+    The columns arrive as many small arrays on the C heap; numpy's large arrays are
+    mapped elsewhere and cannot reuse that space, so without this the freed columns
+    stay in the peak RSS while the frame is built (about 65 MB at 768k points).
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def _events(results: list[FileResult]) -> pd.DataFrame:
