@@ -3,9 +3,9 @@
 The reader module interface (``NAME``, ``sniff``, ``read``, ``read_group``) lives in
 :mod:`autopsy.readers.ranklogs.reader` and is re-exported here, so discovery can
 name this package. Modules: ``lines`` (robust streaming), ``layout`` (rank and
-attempt attribution), ``markers`` (literal search), ``fastpath`` (the same search by
-grep/rg), ``events`` and ``metrics``
-(the parsers), ``timestamps``, ``scan`` (one file, end to end).
+attempt attribution), ``markers`` (literal search), ``fastpath`` (the same search
+by grep/rg), ``events`` and ``metrics`` (the parsers), ``timestamps``, ``scan``
+(one file, end to end).
 
 Choices worth knowing:
 
