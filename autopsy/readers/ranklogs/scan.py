@@ -72,6 +72,25 @@ class ScalarColumns:
         self.rank.append(NO_RANK if rank is None else rank)
         self.segment.append(segment)
 
+    def add_line(self, step: int, pairs: list[tuple[str, float]], wall: float,
+                 rank: int | None, segment: int) -> None:
+        """Append the points of one line (same step, wall time, rank and segment)."""
+        codes = self._codes
+        tag_col = self.tag
+        value_col = self.value
+        for tag, value in pairs:
+            code = codes.get(tag)
+            if code is None:
+                code = codes[tag] = len(self.tags)
+                self.tags.append(tag)
+            tag_col.append(code)
+            value_col.append(value)
+        n = len(pairs)
+        self.step.extend([step] * n)
+        self.wall_time.extend([wall] * n)
+        self.rank.extend([NO_RANK if rank is None else rank] * n)
+        self.segment.extend([segment] * n)
+
     def __len__(self) -> int:
         return len(self.step)
 
@@ -378,8 +397,7 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
         return
     st.last_step[rank] = step
     seg = st.segment_for(rank, step, got.kind != "hf_eval")
-    for tag, value in got.values:
-        st.out.scalars.add(step, tag, value, wall, rank, seg)
+    st.out.scalars.add_line(step, got.values, wall, rank, seg)
     _nan_loss(st, got.values, rank, seg, step, wall, line, pre.rest)
 
 
