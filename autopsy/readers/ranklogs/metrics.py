@@ -62,7 +62,7 @@ def parse_hf_dict(text: str) -> MetricLine | None:
         return None
     pairs = []
     for m in _HF_PAIR.finditer(body):
-        raw = next(g for g in m.groups()[1:] if g is not None)
+        raw = m.group(m.lastindex or 0)  # the one alternative that matched
         pairs.append((m.group(1), _float(raw)))
     keys = {k for k, _ in pairs}
     if not pairs or not (keys & {"loss", "grad_norm", "learning_rate"}

@@ -11,12 +11,22 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime, timezone
+from functools import lru_cache
 
 _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
 _GLOG = re.compile(r"(?:^|[\[\]: ])[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?")
 
 #: Only this many leading characters of a line are searched for a timestamp.
 HEAD_CHARS = 80
+
+
+@lru_cache(maxsize=256)
+def _day_start(year: str, month: str, day: str) -> int | None:
+    """Seconds since the epoch at 00:00 UTC of a date, or None if it is no date."""
+    try:
+        return int(datetime(int(year), int(month), int(day), tzinfo=timezone.utc).timestamp())
+    except ValueError:
+        return None
 
 
 def parse_time(text: str) -> tuple[float, float | None]:
@@ -28,13 +38,13 @@ def parse_time(text: str) -> tuple[float, float | None]:
     head = text[:HEAD_CHARS]
     m = _ISO.search(head)
     if m:
-        y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
-        frac = float("0." + m.group(7)) if m.group(7) else 0.0
-        try:
-            dt = datetime(y, mo, d, h, mi, s, tzinfo=timezone.utc)
-        except ValueError:
+        ys, mos, ds, hs, mis, ss, fs = m.groups()
+        h, mi, s = int(hs), int(mis), int(ss)
+        day = _day_start(ys, mos, ds)
+        if day is None or h > 23 or mi > 59 or s > 59:  # what datetime() refuses
             return math.nan, None
-        return dt.timestamp() + frac, None
+        frac = float("0." + fs) if fs else 0.0
+        return float(day + h * 3600 + mi * 60 + s) + frac, None
     m = _GLOG.search(head)
     if m:
         h, mi, s = int(m.group(3)), int(m.group(4)), int(m.group(5))
