@@ -393,24 +393,26 @@ def main() -> None:
     ap.add_argument("--regen", action="store_true")
     ap.add_argument("--skip-check", action="store_true")
     ap.add_argument("--fallback-runs", type=int, default=1,
-                    help="runs of autopsy with the pure-Python search (0: none)")
+                    help="runs of autopsy with the other search engines (0: none)")
     args = ap.parse_args()
 
     planted = generate(args.regen)
     files = [str(p) for p in log_files()]
     total = sum(os.path.getsize(f) for f in files)
     pattern = "|".join(ere(m) for m in ALL_MARKERS)
-    rows: list[tuple[str, float]] = []
+    rows: list[tuple[str, list[float]]] = []
 
     grep_t = median_time(["grep", "-c", "-E", pattern, *files], args.runs)
-    rows.append((f"GNU `grep -c -E` ({len(ALL_MARKERS)} markers)", statistics.median(grep_t)))
-    rg = shutil.which("rg")
+    rows.append((f"GNU `grep -c -E` ({len(ALL_MARKERS)} markers)", grep_t))
+    from autopsy.readers.ranklogs.fastpath import _own_rg
+
+    rg = _own_rg() or shutil.which("rg")  # the reader's own choice first
     rg_t: list[float] = []
     if rg:
         rg_t = median_time([rg, "-c", "-e", pattern, *files], args.runs)
         version = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout
         label = version.split("\n", 1)[0] if version else "ripgrep"
-        rows.append((f"{label} `rg -c`, same markers", statistics.median(rg_t)))
+        rows.append((f"{label} `rg -c`, same markers", rg_t))
 
     cmd = [sys.executable, "-m", "autopsy", "ranks", str(OUT), "--format", "json"]
     run_measured(cmd)  # warm-up
@@ -423,20 +425,23 @@ def main() -> None:
     culprit = culprits[0] if len(culprits) == 1 else culprits
     cause = verdict.get("cause")
     missing, reader_s, eng = ([], math.nan, "?") if args.skip_check else check_events(planted)
-    rows.append((f"`autopsy ranks --format json` (search: {eng})", statistics.median(au_t)))
-    if args.fallback_runs:
-        os.environ["AUTOPSY_RANKLOGS_SEARCH"] = "python"
+    rows.append((f"`autopsy ranks --format json` (search: {eng})", au_t))
+    others = [("grep", "GNU grep search"), ("python", "pure-Python search")]
+    for name, what in others if args.fallback_runs else []:
+        if name == eng:
+            continue
+        os.environ["AUTOPSY_RANKLOGS_SEARCH"] = name
         try:
             fb = [run_measured(cmd)[0] for _ in range(args.fallback_runs)]
         finally:
             del os.environ["AUTOPSY_RANKLOGS_SEARCH"]
-        rows.append(("`autopsy ranks`, pure-Python search (`AUTOPSY_RANKLOGS_SEARCH=python`)",
-                     statistics.median(fb)))
+        rows.append((f"`autopsy ranks`, {what} (`AUTOPSY_RANKLOGS_SEARCH={name}`)", fb))
 
     g = statistics.median(grep_t)
     a = statistics.median(au_t)
     print(f"files {len(files)}, {total / 1e9:.2f} GB")
-    for name, t in rows:
+    for name, ts in rows:
+        t = statistics.median(ts)
         print(f"{name:45s} {t:7.2f} s  {total / t / 1e9:5.2f} GB/s")
     print(f"ratio autopsy/grep {a / g:.2f}; peak RSS main {mem['main_mb']:.0f} MB, "
           f"worker {mem['worker_mb']:.0f} MB, tree {mem['tree_mb']:.0f} MB")
@@ -455,7 +460,9 @@ def main() -> None:
             f"{st['diagnose']['VmHWM']:.0f} MB\n")
         print(stages_line.strip())
     if not args.no_write:
-        table = "\n".join(f"| {name} | {t:.2f} s | {total / t / 1e9:.2f} |" for name, t in rows)
+        table = "\n".join(
+            f"| {name} | {statistics.median(ts):.2f} s | {min(ts):.2f}-{max(ts):.2f} s | "
+            f"{total / statistics.median(ts) / 1e9:.2f} |" for name, ts in rows)
         rg_note = "" if rg else " (`rg` not on PATH here: no ripgrep row)"
         body = (
             f"`python bench/ranklogs.py` — {len(files) - 1} rank logs x 40 MB + a launcher "
@@ -463,10 +470,13 @@ def main() -> None:
             f"planted near each file's end (rank {OOM_RANK}: CUDA OOM traceback; every other "
             f"rank but {SILENT[0]}, {SILENT[1]}: NCCL watchdog timeout; `launcher.log`: "
             "torchelastic ChildFailedError). Whole-process, page cache warm, median of "
-            f"{args.runs} runs after a warm-up{rg_note}.\n\n"
-            "| method | time | GB/s |\n|---|---|---|\n" + table + "\n\n"
+            f"{args.runs} runs after a warm-up (other rows: {args.fallback_runs}){rg_note}. The "
+            "machine is shared with other work: runs vary by up to ~40% between sessions, "
+            "so compare rows of one run only.\n\n"
+            "| method | median | range | GB/s |\n|---|---|---|---|\n" + table + "\n\n"
             "How: each file of 512 KiB or more is searched for the marker literals by one "
-            "GNU `grep -F -o -n -b` (else `rg`) run, which gives the line number and byte "
+            "`rg -F -o -n -b` run (the `ripgrep` wheel's, of the `[fast]` extra; else GNU "
+            "`grep` with the same options), which gives the line number and byte "
             "offset of every match; the reader (two worker processes) streams the file in "
             "4 MiB blocks, checks every offset holds a marker and parses only those lines. "
             "A block the offsets do not fit (an over-long line, a file changed meanwhile) "
