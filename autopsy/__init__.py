@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Any
 from autopsy._version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
-    from autopsy.api import load_run
+    from autopsy.api import diagnose, load_run, load_settings
     from autopsy.model.run import Run
 
-__all__ = ["Run", "__version__", "load_run"]
+__all__ = ["Run", "__version__", "diagnose", "load_run", "load_settings"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "load_run":
-        from autopsy.api import load_run
+    if name in ("load_run", "diagnose", "load_settings"):
+        import autopsy.api
 
-        return load_run
+        return getattr(autopsy.api, name)
     if name == "Run":
         from autopsy.model.run import Run
 
