@@ -42,7 +42,7 @@ def plateau_test(
     rel_tol: float = 0.05,
     min_points: int = 10,
     noise_k: float = 2.0,
-    max_points: int = 2000,
+    max_points: int = 1000,
 ) -> Plateau | None:
     """Test whether a series is flat over its whole window.
 

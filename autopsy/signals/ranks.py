@@ -254,11 +254,19 @@ def rank_status(run: Any) -> pd.DataFrame:
         frame = order_events(ev[ev["rank"] == r]) if not ev.empty else ev
         per_rank[r] = (frame, roles.loc[frame.index] if not frame.empty else roles)
     scalar_steps: dict[int, int] = {}
-    if not scalars.empty:
-        ranked = scalars.dropna(subset=["rank"])
-        for r, grp in ranked.groupby(ranked["rank"].astype(int)):
-            if grp["step"].notna().any():
-                scalar_steps[int(r)] = int(grp["step"].max())
+    scalar_times: dict[int, float] = {}
+    if not scalars.empty:  # three numpy columns, not a copy of the frame (it can be large)
+        rank_arr = scalars["rank"].to_numpy(dtype="float64", na_value=np.nan)
+        has = ~np.isnan(rank_arr)
+        if has.any():
+            uniq, inv = np.unique(rank_arr[has].astype(np.int64), return_inverse=True)
+            top_step = np.full(len(uniq), np.iinfo(np.int64).min, dtype=np.int64)
+            np.maximum.at(top_step, inv, scalars["step"].to_numpy()[has])
+            top_wall = np.full(len(uniq), -np.inf)
+            np.fmax.at(top_wall, inv, scalars["wall_time"].to_numpy()[has])
+            scalar_steps = {int(r): int(v) for r, v in zip(uniq, top_step, strict=True)}
+            scalar_times = {int(r): (float(v) if np.isfinite(v) else np.nan)
+                            for r, v in zip(uniq, top_wall, strict=True)}
     max_step = max(scalar_steps.values(), default=None)
     failing = {r for r, (f, ro) in per_rank.items()
                if ((ro != "info") & ~f["kind"].astype(str).isin(LAUNCHER_KINDS)).any()}
@@ -267,9 +275,8 @@ def rank_status(run: Any) -> pd.DataFrame:
         last_step = scalar_steps.get(r)
         if last_step is None and not frame.empty and frame["step"].notna().any():
             last_step = int(frame["step"].max())
-        times = [frame["wall_time"].max() if not frame.empty else np.nan]
-        if not scalars.empty:
-            times.append(scalars.loc[scalars["rank"] == r, "wall_time"].max())
+        times = [frame["wall_time"].max() if not frame.empty else np.nan,
+                 scalar_times.get(r, np.nan)]
         last_time = float(np.nanmax(times)) if np.isfinite(np.asarray(times, float)).any() \
             else np.nan
         exitcode = _exitcode(frame) if not frame.empty else None

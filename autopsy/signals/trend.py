@@ -39,7 +39,7 @@ class Trend:
     rel_change: float
 
 
-def theil_sen(s: pd.Series, *, log: bool = False, max_points: int = 2000) -> Trend | None:
+def theil_sen(s: pd.Series, *, log: bool = False, max_points: int = 1000) -> Trend | None:
     """Fit a Theil–Sen line (``scipy.stats.theilslopes``, 95% CI) to a series.
 
     Only finite points enter (and, when ``log``, only positive ones; the fit is then on
