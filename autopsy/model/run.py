@@ -65,7 +65,24 @@ class Run:
     @property
     def tags(self) -> list[str]:
         """Canonical tags present, sorted."""
-        return sorted(self.scalars["tag"].dropna().astype(str).unique().tolist())
+        return self.tags_where(None)
+
+    def tags_where(self, mask: Any) -> list[str]:
+        """Canonical tags of the rows selected by a boolean ``mask`` (all rows if None), sorted.
+
+        Works on the categorical codes: no per-row strings, whatever the frame's size.
+        """
+        import numpy as np
+
+        tag = self.scalars["tag"]
+        if tag.empty:
+            return []
+        codes = tag.cat.codes.to_numpy()
+        if mask is not None:
+            codes = codes[np.asarray(mask, dtype=bool)]
+        present = np.unique(codes[codes >= 0])
+        categories = tag.cat.categories
+        return sorted(str(categories[i]) for i in present)
 
     def has(self, tag: str) -> bool:
         """Whether the run has at least one point of canonical ``tag``."""

@@ -16,9 +16,13 @@ def tag_table(run: Run) -> list[dict[str, Any]]:
         return []
     rows = []
     finite = np.isfinite(df["value"].to_numpy())
+    all_steps = df["step"].to_numpy()
+    raw_codes = df["raw_tag"].cat.codes.to_numpy()
+    raw_names = df["raw_tag"].cat.categories
     for tag, idx in df.groupby("tag", observed=True).indices.items():
-        steps = df["step"].to_numpy()[idx]
-        raws = sorted({str(r) for r in df["raw_tag"].to_numpy()[idx]})
+        steps = all_steps[idx]
+        codes = np.unique(raw_codes[idx])
+        raws = sorted(str(raw_names[c]) for c in codes if c >= 0)
         rows.append(
             {
                 "tag": str(tag),

@@ -51,10 +51,7 @@ def _as_findings(result: Iterable[Finding] | Finding | None) -> list[Finding]:
 
 
 def _present_tags(run: Run) -> set[str]:
-    if run.scalars.empty:
-        return set()
-    values = run.scalars["value"].notna()
-    return {str(t) for t in run.scalars.loc[values, "tag"].unique()} | set(run.tags)
+    return set(run.tags)
 
 
 def run_rules(

@@ -244,8 +244,9 @@ def rank_status(run: Any) -> pd.DataFrame:
     ev = events.assign(rank=attributed_ranks(events)) if not events.empty else events
     roles = event_roles(ev)
     ranks: set[int] = set()
-    if not scalars.empty:
-        ranks |= {int(r) for r in scalars["rank"].dropna().unique()}
+    rank_arr = (scalars["rank"].to_numpy(dtype="float64", na_value=np.nan)
+                if not scalars.empty else np.empty(0))
+    ranks |= {int(r) for r in np.unique(rank_arr[~np.isnan(rank_arr)])}
     if not ev.empty:
         ranks |= {int(r) for r in ev["rank"].dropna().unique()}
     rows: list[dict[str, Any]] = []
@@ -255,8 +256,7 @@ def rank_status(run: Any) -> pd.DataFrame:
         per_rank[r] = (frame, roles.loc[frame.index] if not frame.empty else roles)
     scalar_steps: dict[int, int] = {}
     scalar_times: dict[int, float] = {}
-    if not scalars.empty:  # three numpy columns, not a copy of the frame (it can be large)
-        rank_arr = scalars["rank"].to_numpy(dtype="float64", na_value=np.nan)
+    if not scalars.empty:  # numpy columns, not a copy of the frame (it can be large)
         has = ~np.isnan(rank_arr)
         if has.any():
             uniq, inv = np.unique(rank_arr[has].astype(np.int64), return_inverse=True)
