@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from autopsy.signals._common import even_subsample, finite_xy
 from autopsy.signals.spikes import MAD_SCALE
+from autopsy.signals.theilsen import theilslopes
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def plateau_test(
     if x[0] == x[-1]:
         slope, intercept = 0.0, float(np.median(y))
     else:
-        res = stats.theilslopes(y[idx], x[idx])
+        res = theilslopes(y[idx], x[idx])
         slope, intercept = float(res[0]), float(res[1])
     fit_change = slope * float(x[-1] - x[0]) / level
     quarter_change = (end_level - start_level) / level

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
-from scipy import optimize
 
 CONSTANT_TOL = 0.01  # post-peak LR varying by less than 1% of the peak is constant
 MAX_STEP_DROPS = 10  # a "step" schedule has at most this many drops
@@ -91,11 +91,31 @@ def _fit_cosine(u: np.ndarray, v: np.ndarray) -> float:
         return math.inf
     lo = _COSINE_PERIODS[max(i - 1, 0)]
     hi = _COSINE_PERIODS[min(i + 1, _COSINE_PERIODS.size - 1)]
-    res = optimize.minimize_scalar(
-        lambda c: _cosine_rms(u, v, c), bounds=(lo, hi), method="bounded",
-        options={"xatol": 1e-6},
-    )
-    return min(rms[i], float(res.fun))
+    return min(rms[i], _golden_min(lambda c: _cosine_rms(u, v, c), lo, hi))
+
+
+def _golden_min(f: Callable[[float], float], lo: float, hi: float, tol: float = 1e-6) -> float:
+    """Minimum of ``f`` on ``[lo, hi]`` by golden-section search (``f`` unimodal there).
+
+    In place of ``scipy.optimize.minimize_scalar``: importing scipy.optimize costs
+    about 40 MB of resident memory for one scalar search.
+    """
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = lo, hi
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    fc, fd = f(c), f(d)
+    best = min(fc, fd, f(lo), f(hi))
+    while b - a > tol:
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - ratio * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + ratio * (b - a)
+            fd = f(d)
+        best = min(best, fc, fd)
+    return best
 
 
 def _fit_exponential(u: np.ndarray, v: np.ndarray) -> float:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from autopsy.signals._common import even_subsample, finite_xy
+from autopsy.signals.theilsen import theilslopes
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Trend:
 
 
 def theil_sen(s: pd.Series, *, log: bool = False, max_points: int = 1000) -> Trend | None:
-    """Fit a Theil–Sen line (``scipy.stats.theilslopes``, 95% CI) to a series.
+    """Fit a Theil–Sen line (as ``scipy.stats.theilslopes``, 95% CI) to a series.
 
     Only finite points enter (and, when ``log``, only positive ones; the fit is then on
     ``ln(value)``, so ``slope`` is the per-step change of the log and ``exp(slope) - 1``
@@ -56,7 +56,7 @@ def theil_sen(s: pd.Series, *, log: bool = False, max_points: int = 1000) -> Tre
         return None
     idx = even_subsample(x.size, max_points)
     x, y = x[idx], y[idx]
-    res = stats.theilslopes(y, x, alpha=0.95)
+    res = theilslopes(y, x, alpha=0.95)
     slope, intercept = float(res[0]), float(res[1])
     start = intercept + slope * float(x[0])
     end = intercept + slope * float(x[-1])
