@@ -65,3 +65,17 @@ def test_broken_reader_input_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     assert "invalid_json" in kinds
     assert run.series("loss").tolist() == [0.5]
     assert any("tfevents" in p.source for p in run.problems)
+
+
+def test_a_deeply_nested_json_copy_does_not_take_the_good_copies_down(tmp_path: Path) -> None:
+    (tmp_path / "trainer_state.json").write_text("[" * 200_000)
+    (tmp_path / "config.json").write_text('{"model_type": ' + "[" * 200_000)
+    ckpt = tmp_path / "checkpoint-2"
+    ckpt.mkdir()
+    (ckpt / "trainer_state.json").write_text(
+        '{"global_step": 2, "log_history": [{"step": 1, "loss": 0.9}, {"step": 2, "loss": 0.7}]}')
+    run = load_run(tmp_path)
+    assert run.series("loss").tolist() == [0.9, 0.7]
+    nested = [p for p in run.problems if "nested too deeply" in p.what or "recursion" in p.what]
+    assert {p.source for p in nested} == {"trainer_state.json", "config.json"}
+    assert all(p.kind == "invalid_json" for p in nested)

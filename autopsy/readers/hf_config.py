@@ -171,7 +171,7 @@ def read(path: Path, rel: str) -> RunPart:
         return part
     try:
         cfg = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         part.problems.append(Problem(rel, f"invalid JSON: {exc}", kind="invalid_json"))
         return part
     if not isinstance(cfg, dict):

@@ -136,7 +136,7 @@ def _salvage(text: str) -> dict[str, Any]:
                 return fields
             else:
                 return fields
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         return fields
 
 
@@ -179,6 +179,10 @@ def _load(path: Path, copy: _Copy) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(text)
+    except RecursionError:
+        copy.problems.append(Problem(copy.rel, "invalid JSON: nested too deeply to parse",
+                                     kind="invalid_json"))
+        return None
     except json.JSONDecodeError as exc:
         data = _salvage(text)
         history = data.get("log_history")

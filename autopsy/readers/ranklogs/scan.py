@@ -441,7 +441,7 @@ def _read_error_json(path: Path, rel: str, info: PathInfo, out: FileResult) -> N
                                         kind="too_large"))
             return
         doc = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         out.problems.append(Problem(rel, f"not a readable error.json: {exc}",
                                     kind="invalid_json"))
         return
