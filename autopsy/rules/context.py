@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from autopsy.model.finding import Evidence, Finding, Severity
@@ -16,6 +16,9 @@ class RuleContext:
 
     spec: RuleSpec
     thresholds: Mapping[str, ThresholdValue]
+    #: One dict shared by every rule of one engine run, for results several rules need
+    #: (a family's shared classification); key entries by the thresholds they used.
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __getitem__(self, name: str) -> Any:
         return self.thresholds[name]

@@ -63,6 +63,7 @@ def run_rules(
     findings: list[Finding] = []
     skipped: list[Skipped] = []
     ran: list[str] = []
+    shared: dict[str, object] = {}
     for code, spec in registry.items():
         if not settings.selected(spec):
             skipped.append(Skipped(code, spec.name, "not selected"))
@@ -72,7 +73,7 @@ def run_rules(
             needs = " and ".join(m.replace("|", " or ") for m in missing)
             skipped.append(Skipped(code, spec.name, f"needs {needs}; the run has none"))
             continue
-        ctx = RuleContext(spec=spec, thresholds=settings.thresholds(spec))
+        ctx = RuleContext(spec=spec, thresholds=settings.thresholds(spec), shared=shared)
         try:
             found = _as_findings(spec.func(run, ctx))
         except Exception as exc:  # one broken rule must not take the report down

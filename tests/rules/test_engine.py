@@ -189,3 +189,16 @@ def test_a_health_vouch_is_dropped_when_the_verdict_is_a_failure() -> None:
     d = diagnose(synthetic_run({"loss": [1.0]}), registry=registry)
     assert d.verdict.code == "TST002"
     assert [f.code for f in d.findings] == ["TST002"]
+
+
+def test_the_nan_classification_is_computed_once_per_diagnosis(monkeypatch) -> None:
+    import autopsy.rules.nan_inf._event as event
+
+    calls = []
+    real = event._classify
+    monkeypatch.setattr(event, "_classify", lambda run, th: calls.append(1) or real(run, th))
+    run = synthetic_run({"loss": [1.0] * 20 + [float("nan")] * 3,
+                         "grad_norm": [1.0] * 23})
+    d = diagnose(run)
+    assert d.verdict.family is Family.NAN_INF
+    assert len(calls) == 1

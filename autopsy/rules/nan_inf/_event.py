@@ -216,7 +216,20 @@ def _hidden(loss: pd.Series, grad: pd.Series, bad_grad: np.ndarray, step: int) -
 
 
 def classify(run: Run, th: Any) -> NanEvent | None:
-    """The run's NaN/Inf event, or None when the run has none (see the module docstring)."""
+    """The run's NaN/Inf event, or None when the run has none (see the module docstring).
+
+    Computed once per engine run and thresholds: every NaN/Inf rule asks for it.
+    """
+    shared = getattr(th, "shared", None)
+    if shared is None:
+        return _classify(run, th)
+    key = "nan_inf.classify" + repr(sorted((k, th[k]) for k in CLASSIFY_THRESHOLDS))
+    if key not in shared:
+        shared[key] = _classify(run, th)
+    return shared[key]
+
+
+def _classify(run: Run, th: Any) -> NanEvent | None:
     loss, grad = run.series("loss"), run.series("grad_norm")
     fp16 = fp16_state(run, loss, grad, th)
     loss_step, bad_loss = _first_bad(loss, frozenset())
