@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import math
 import os
@@ -48,8 +49,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import multirank  # the 4-rank torchrun runs (beside this file)
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # never touch the Hub: models are built from configs
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -1738,6 +1737,17 @@ RUNS: dict[str, RunSpec] = {
         ),
     )
 }
+#: Modules beside this file that register more runs through a ``SPECS`` tuple.
+SPEC_MODULES = ("multirank", "checkpoints", "slowruns")
+
+
+def _extra_specs() -> Iterator[Any]:
+    """The ``SPECS`` of every module of :data:`SPEC_MODULES` that exists beside this file."""
+    for module_name in SPEC_MODULES:
+        if (HERE / f"{module_name}.py").exists():
+            yield from importlib.import_module(module_name).SPECS
+
+
 RUNS.update(
     {
         spec.name: RunSpec(
@@ -1749,7 +1759,7 @@ RUNS.update(
             conclusion=spec.conclusion,
             crash_launches=frozenset({0}) if spec.crashes else frozenset(),
         )
-        for spec in multirank.SPECS
+        for spec in _extra_specs()
     }
 )
 
