@@ -38,13 +38,28 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
         "grad_scale", "train/grad_scale", "amp/loss_scale",
     ),
     "epoch": ("epoch", "train/epoch", "epochs"),
-    "step_time": (
-        "step_time", "train/step_time", "iteration_time", "iter_time", "time/step", "batch_time",
-        "time_per_step",
-    ),
     # Megatron prints milliseconds; kept apart from step_time (seconds).
     "step_time_ms": ("elapsed time per iteration (ms)", "elapsed_time_per_iteration_(ms)"),
-    "data_time": ("data_time", "train/data_time", "time/data", "dataloader_time"),
+    # mmengine and timm log the whole iteration as ``time`` (seconds, data time included).
+    "step_time": (
+        "step_time", "train/step_time", "iteration_time", "iter_time", "time/step", "batch_time",
+        "time_per_step", "time", "train/time", "iter_time_s", "step_time_s",
+    ),
+    "data_time": (
+        "data_time", "train/data_time", "time/data", "dataloader_time", "data_load_time",
+        "time/data_loading", "data_loading_time", "data_wait_time",
+    ),
+    # Megatron's timers print milliseconds: its data timer is ``batch-generator``.
+    "data_time_ms": ("batch_generator", "data_time_ms"),
+    # Forward + backward + optimizer, without the data wait (seconds).
+    "compute_time": (
+        "compute_time", "train/compute_time", "time/compute", "fwd_bwd_time", "model_time",
+        "forward_backward_time",
+    ),
+    # DeepSpeed ``wall_clock_breakdown`` and Megatron timers (milliseconds).
+    "compute_time_ms": ("forward_backward", "forward_backward_time_ms", "compute_time_ms"),
+    "tokens_per_step": ("tokens_per_step", "train/tokens_per_step", "tokens_per_iteration",
+                        "num_tokens_per_step"),
     "throughput": (
         "throughput", "train/throughput", "samples_per_second", "tokens_per_second",
         "train/tokens_per_second",

@@ -1,0 +1,309 @@
+"""Step times: how long each optimizer step took, per rank, and where the time went.
+
+Where the time of a step comes from, in order of preference:
+
+1. an explicit per-step tag: ``step_time`` (seconds; mmengine/timm ``time``,
+   ``batch_time``...) or ``step_time_ms`` (Megatron's ``elapsed time per iteration``);
+2. the wall time between consecutive logged steps, divided by the step gap (a run that
+   logs every 10 steps gives the mean step time of each interval), taken from one
+   source (the file with most time-stamped points of that rank) so that two clocks are
+   never mixed.
+
+The Trainer's ``train_steps_per_second`` is a run average, not a series: see
+:func:`run_average_step_time`.
+
+Warm-up is never counted: the first ``skip_first`` step times of every segment (the
+first interval after a start or restart holds compilation, allocator warm-up, cuDNN
+autotuning, the first batches' prefetch) are dropped, and no interval spans a segment
+boundary. So a slow first step, or a long ETA at the start, is never a finding.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+import pandas as pd
+
+from autopsy.model.run import Run
+from autopsy.signals.spikes import MAD_SCALE
+from autopsy.signals.trend import Trend, theil_sen
+
+#: Tags whose rows carry no training-step clock (written after an evaluation or at the end).
+NOT_A_CLOCK_PREFIXES: tuple[str, ...] = ("eval_", "test_")
+NOT_A_CLOCK: frozenset[str] = frozenset({
+    "train_loss_mean", "train_runtime", "train_samples_per_second", "train_steps_per_second",
+    "total_flos",
+})
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """Seconds per step of one rank, warm-up and restart boundaries removed.
+
+    Attributes:
+        rank: the rank (None for a single-process run).
+        origin: ``"step_time"``, ``"step_time_ms"`` or ``"wall_time"``.
+        seconds: seconds per step, indexed by the step that ended the interval.
+        gaps: the step gap of each point (1 for explicit tags).
+        source: the file the times came from (None when several).
+        dropped: steps left out as warm-up (the first ones of each segment).
+    """
+
+    rank: int | None
+    origin: str
+    seconds: pd.Series
+    gaps: pd.Series
+    source: str | None
+    dropped: tuple[int, ...] = ()
+
+    @property
+    def total(self) -> float:
+        """Seconds the kept steps took in all (per-step time × steps covered)."""
+        return float((self.seconds * self.gaps).sum())
+
+
+@dataclass(frozen=True)
+class StepTimeStats:
+    """Robust summary of a step-time series.
+
+    Attributes:
+        median: median seconds per step.
+        spread: robust standard deviation (1.4826 × MAD).
+        n: points used.
+        total: seconds covered by the points.
+        trend: Theil–Sen fit of seconds against step (None when too few points).
+    """
+
+    median: float
+    spread: float
+    n: int
+    total: float
+    trend: Trend | None
+
+
+@dataclass(frozen=True)
+class Stalls:
+    """Steps far slower than the median, and whether they recur.
+
+    Attributes:
+        steps: the stall steps (the step whose interval holds the stall).
+        extra_seconds: time above the median spent in them, in all.
+        share: ``extra_seconds`` over the time of the whole series.
+        period: the common gap between consecutive stalls (None: no regular period).
+        regular: share of the gaps that equal ``period`` (within the logging interval).
+        matched: the config key whose interval the stalls fall on (``save_steps``,
+            ``eval_steps``), or None.
+        median: the median step time they were measured against.
+    """
+
+    steps: tuple[int, ...]
+    extra_seconds: float
+    share: float
+    period: int | None
+    regular: float
+    matched: str | None
+    median: float
+
+
+def _clock_rows(run: Run, rank: int | None) -> pd.DataFrame:
+    """Time-stamped training rows of one rank: ``step, wall_time, segment, source``."""
+    df = run.scalars
+    if df.empty:
+        return df.iloc[0:0]
+    mask = np.isfinite(df["wall_time"].to_numpy(dtype="float64", na_value=np.nan))
+    if rank is None:
+        ranks = df["rank"].dropna().unique()
+        if len(ranks) > 1:
+            mask &= (df["rank"] == min(int(r) for r in ranks)).to_numpy(dtype=bool, na_value=False)
+    else:
+        mask &= (df["rank"] == rank).to_numpy(dtype=bool, na_value=False)
+    tags = run.tags_where(mask)
+    clocks = [t for t in tags if t not in NOT_A_CLOCK and not t.startswith(NOT_A_CLOCK_PREFIXES)]
+    mask &= df["tag"].isin(clocks).to_numpy(dtype=bool)
+    return df.loc[mask, ["step", "wall_time", "segment", "source"]]
+
+
+def wall_step_times(run: Run, rank: int | None = None, *, skip_first: int = 1) -> StepTimes | None:
+    """Seconds per step from the wall time between consecutive logged steps.
+
+    One source is used (the file with most time-stamped points of the rank); a step's
+    time is its first time stamp there. Intervals never span a segment boundary, and the
+    first ``skip_first`` intervals of each segment are dropped. None when fewer than two
+    intervals remain.
+    """
+    rows = _clock_rows(run, rank)
+    if rows.empty:
+        return None
+    source = rows["source"].astype(str).value_counts().idxmax()
+    rows = rows[rows["source"].astype(str) == source]
+    per_step = rows.groupby(["segment", "step"], observed=True)["wall_time"].min().reset_index()
+    steps_out: list[int] = []
+    secs: list[float] = []
+    gaps: list[int] = []
+    dropped: list[int] = []
+    for _, seg in per_step.groupby("segment", sort=True, observed=True):
+        seg = seg.sort_values("step")
+        st = seg["step"].to_numpy(dtype="int64")
+        wt = seg["wall_time"].to_numpy(dtype="float64")
+        for k in range(1, len(st)):
+            gap = int(st[k] - st[k - 1])
+            dt = float(wt[k] - wt[k - 1])
+            if gap <= 0 or dt < 0:
+                continue
+            if k <= skip_first:
+                dropped.append(int(st[k]))
+                continue
+            steps_out.append(int(st[k]))
+            secs.append(dt / gap)
+            gaps.append(gap)
+    if len(secs) < 2:
+        return None
+    index = pd.Index(steps_out, name="step")
+    return StepTimes(rank, "wall_time", pd.Series(secs, index=index, dtype="float64"),
+                     pd.Series(gaps, index=index, dtype="int64"), source, tuple(dropped))
+
+
+def tag_step_times(run: Run, rank: int | None = None, *,
+                   skip_first: int = 1) -> StepTimes | None:
+    """Seconds per step from an explicit ``step_time`` (s) or ``step_time_ms`` tag.
+
+    The first ``skip_first`` points of each segment are dropped (warm-up). None when the
+    run has neither tag for this rank, or fewer than two points remain.
+    """
+    for tag, scale in (("step_time", 1.0), ("step_time_ms", 1e-3)):
+        df = run.scalars
+        mask = (df["tag"] == tag).to_numpy(dtype=bool)
+        if rank is not None:
+            mask &= (df["rank"] == rank).to_numpy(dtype=bool, na_value=False)
+        if not mask.any():
+            continue
+        rows = df.loc[mask, ["step", "segment", "value"]]
+        rows = rows[np.isfinite(rows["value"].to_numpy(dtype="float64"))]
+        rows = rows.drop_duplicates(["segment", "step"], keep="last").sort_values(
+            ["segment", "step"])
+        keep = rows.groupby("segment", observed=True).cumcount() >= skip_first
+        dropped = tuple(int(s) for s in rows.loc[~keep, "step"])
+        rows = rows[keep].drop_duplicates("step", keep="last")
+        if len(rows) < 2:
+            continue
+        index = pd.Index(rows["step"].to_numpy(dtype="int64"), name="step")
+        seconds = pd.Series(rows["value"].to_numpy(dtype="float64") * scale, index=index)
+        return StepTimes(rank, tag, seconds, pd.Series(1, index=index, dtype="int64"), None,
+                         dropped)
+    return None
+
+
+def step_times(run: Run, rank: int | None = None, *, skip_first: int = 1) -> StepTimes | None:
+    """The best step-time series of one rank: an explicit tag, else wall-time deltas."""
+    return (tag_step_times(run, rank, skip_first=skip_first)
+            or wall_step_times(run, rank, skip_first=skip_first))
+
+
+def ranks_of(run: Run) -> list[int]:
+    """The ranks that logged scalars, sorted (empty for a single-process run)."""
+    if run.scalars.empty:
+        return []
+    return sorted(int(r) for r in run.scalars["rank"].dropna().unique())
+
+
+def rank_series(run: Run, tag: str, *, skip_first: int = 1,
+                scale: float = 1.0) -> dict[int | None, pd.Series]:
+    """``{rank: finite values of tag × scale}``, the first ``skip_first`` points dropped.
+
+    A single-process run gives ``{None: series}``.
+    """
+    ranks: list[int | None] = list(ranks_of(run)) or [None]
+    out: dict[int | None, pd.Series] = {}
+    for r in ranks:
+        s = run.series(tag, rank=r)
+        s = s[np.isfinite(s.to_numpy(dtype="float64"))].sort_index()
+        if len(s) > skip_first:
+            out[r] = s.iloc[skip_first:] * scale
+    return out
+
+
+def summarize(seconds: pd.Series, *, exclude: Iterable[int] = ()) -> StepTimeStats | None:
+    """Median, robust spread and Theil–Sen trend of a step-time series (``exclude``: steps
+    left out, e.g. stalls). None when fewer than 3 points."""
+    drop = set(exclude)
+    s = seconds[[int(i) not in drop for i in seconds.index]] if drop else seconds
+    values = s.to_numpy(dtype="float64")
+    values = values[np.isfinite(values)]
+    if values.size < 3:
+        return None
+    med = float(np.median(values))
+    mad = float(np.median(np.abs(values - med)))
+    return StepTimeStats(median=med, spread=MAD_SCALE * mad, n=int(values.size),
+                         total=float(values.sum()), trend=theil_sen(s))
+
+
+def find_stalls(times: StepTimes, *, ratio: float = 3.0, min_extra: float = 0.0,
+                min_count: int = 3, periods: dict[str, int] | None = None,
+                regular_share: float = 0.6) -> Stalls | None:
+    """Steps whose time is above ``ratio`` × the median (and ``min_extra`` s above it).
+
+    Their cost is the time above the median (per step × the interval's gap: a stall in a
+    10-step logging interval is counted once, whole). The period is the most common gap
+    between consecutive stalls (to within the logging interval); ``periods`` gives the
+    config's intervals (``{"save_steps": 50, "eval_steps": 100}``): the first whose
+    multiples hold at least ``regular_share`` of the stall steps (the stall falls in the
+    interval ending at the multiple or in the next one) is ``matched``. None when fewer
+    than ``min_count`` stalls.
+    """
+    s = times.seconds
+    if len(s) < 3:
+        return None
+    med = float(np.median(s.to_numpy(dtype="float64")))
+    if not math.isfinite(med) or med <= 0:
+        return None
+    extra_per_step = s - med
+    slow = s[(s > ratio * med) & (extra_per_step > min_extra)]
+    if len(slow) < min_count:
+        return None
+    steps = [int(i) for i in slow.index]
+    extra = float(((slow - med) * times.gaps.reindex(slow.index)).sum())
+    share = extra / times.total if times.total > 0 else math.nan
+    interval = int(times.gaps.median()) if len(times.gaps) else 1
+    diffs = [b - a for a, b in pairwise(steps)]
+    period = None
+    regular = 0.0
+    if diffs:
+        common, _ = Counter(diffs).most_common(1)[0]
+        near = [d for d in diffs if abs(d - common) <= interval]
+        period = round(float(np.median(near)))
+        regular = len(near) / len(diffs)
+    matched = None
+    for key, every in (periods or {}).items():
+        if every and every > 0:
+            tol = max(interval, 1)
+            hits = sum(1 for st in steps if st % every <= tol)
+            if hits >= regular_share * len(steps):
+                matched = key
+                break
+    return Stalls(steps=tuple(steps), extra_seconds=extra, share=float(share), period=period,
+                  regular=float(regular), matched=matched, median=med)
+
+
+def config_periods(run: Run, keys: Iterable[str] = ("save_steps", "eval_steps")) -> dict[str, int]:
+    """``{key: steps}`` for the config's positive integer intervals among ``keys``."""
+    out: dict[str, int] = {}
+    for key in keys:
+        value = run.config.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if math.isfinite(value) and value >= 1 and float(value).is_integer():
+            out[key] = int(value)
+    return out
+
+
+def run_average_step_time(run: Run) -> float | None:
+    """Seconds per step from the Trainer's ``train_steps_per_second`` summary, if any."""
+    s = run.series("train_steps_per_second")
+    values = s.to_numpy(dtype="float64")
+    values = values[np.isfinite(values) & (values > 0)]
+    return float(1.0 / values[-1]) if values.size else None
