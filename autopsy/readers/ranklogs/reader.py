@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from autopsy.model.events import EVENT_COLUMNS, empty_events
 from autopsy.model.problem import Problem
 from autopsy.model.scalars import empty_scalars, make_scalars
 from autopsy.readers.base import RunPart
+from autopsy.readers.ranklogs.budget import ENV, max_points, thin_columns
 from autopsy.readers.ranklogs.lines import looks_like_text, read_head
 from autopsy.readers.ranklogs.scan import NO_RANK, FileResult, ScalarColumns, scan_file
 
@@ -65,12 +67,24 @@ def read(path: Path, rel: str) -> RunPart:
 
 
 def read_group(paths: list[Path], rels: list[str]) -> RunPart:
-    """Read every rank's log: events, per-step scalars and problems."""
+    """Read every rank's log: events, per-step scalars and problems.
+
+    Files are consumed one at a time as they are scanned; their metric points go
+    into a :class:`_Gather` that keeps the total under the point budget
+    (:mod:`.budget`), so memory stays bounded whatever the number and size of
+    the files.
+    """
     if len(paths) != len(rels):
         raise ValueError("paths and rels differ in length")
-    results = _scan_all(paths, rels)
-    return RunPart(scalars=_scalars(results), events=_events(results),
-                   problems=[p for r in results for p in r.problems])
+    gather = _Gather(max_points())
+    rows: list[Any] = []
+    problems: list[Problem] = []
+    for result in _scan_all(paths, rels):
+        gather.add(result)
+        rows.extend(result.events)
+        problems.extend(result.problems)
+    problems.extend(gather.problems())
+    return RunPart(scalars=gather.frame(), events=_events(rows), problems=problems)
 
 
 def _total_size(paths: list[Path]) -> int:
@@ -83,14 +97,58 @@ def _total_size(paths: list[Path]) -> int:
     return total
 
 
-def _scan_all(paths: list[Path], rels: list[str]) -> list[FileResult]:
+def _scan_all(paths: list[Path], rels: list[str]) -> Iterator[FileResult]:
+    """Every file's result, in the order given; in worker processes for large inputs.
+
+    At most ``2 × WORKERS`` files are in flight, so finished results never pile up
+    while an earlier, larger file is still being scanned.
+    """
     if len(paths) > 1 and _total_size(paths) > PARALLEL_BYTES:
         try:
-            with ProcessPoolExecutor(max_workers=WORKERS) as pool:
-                return list(pool.map(scan_file, paths, rels, chunksize=1))
-        except (OSError, RuntimeError):  # no processes here: fall back to one
-            pass
-    return [_safe_scan(p, r) for p, r in zip(paths, rels, strict=True)]
+            pool = ProcessPoolExecutor(max_workers=WORKERS)
+        except (OSError, RuntimeError, NotImplementedError):  # no processes here
+            pool = None
+        if pool is not None:
+            yield from _in_pool(pool, paths, rels)
+            return
+    for p, r in zip(paths, rels, strict=True):
+        yield _safe_scan(p, r)
+
+
+def _in_pool(pool: ProcessPoolExecutor, paths: list[Path], rels: list[str]
+             ) -> Iterator[FileResult]:
+    todo = iter(zip(paths, rels, strict=True))
+    flight: deque[tuple[Path, str, Future[FileResult] | None]] = deque()
+    broken = False
+
+    def submit() -> bool:
+        nonlocal broken
+        job = next(todo, None)
+        if job is None:
+            return False
+        future = None
+        if not broken:
+            try:
+                future = pool.submit(scan_file, *job)
+            except (OSError, RuntimeError):  # the pool broke: scan here from now on
+                broken = True
+        flight.append((*job, future))
+        return True
+
+    with pool:
+        for _ in range(2 * WORKERS):
+            if not submit():
+                break
+        while flight:
+            path, rel, future = flight.popleft()
+            result = None
+            if future is not None:
+                try:
+                    result = future.result()
+                except (OSError, RuntimeError, MemoryError):  # a dead worker
+                    broken = True
+            yield result if result is not None else _safe_scan(path, rel)
+            submit()
 
 
 def _safe_scan(path: Path, rel: str) -> FileResult:
@@ -103,51 +161,94 @@ def _safe_scan(path: Path, rel: str) -> FileResult:
         return out
 
 
-def _scalars(results: list[FileResult]) -> pd.DataFrame:
-    """One scalars frame from every file's columns, built without per-file frames.
+_NAMES = ("step", "value", "wall_time", "rank", "segment", "tag")
 
-    Each file's columns are released as soon as they are gathered, so the peak is
-    about the columns once plus the frame, not per-file frames plus their concat.
+
+class _Gather:
+    """Every file's metric points as numpy columns, kept under a point budget.
+
+    When the total passes the budget, the file holding the most points is thinned
+    (:func:`.budget.thin_columns`) until the total is back under it, so files end
+    with about equal shares and a spike or a NaN survives in each.
     """
-    import numpy as np
-    import pandas as pd
 
-    tags: dict[str, int] = {}
-    sources: dict[str, int] = {}
-    names = ("step", "value", "wall_time", "rank", "segment")
-    dtypes = (np.int64, np.float64, np.float64, np.int64, np.int64)
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in (*names, "tag", "source")}
-    for r in results:
-        cols = r.scalars
-        n = len(cols)
-        if not n:
-            continue
-        remap = np.array([tags.setdefault(t, len(tags)) for t in cols.tags], dtype=np.int32)
-        parts["tag"].append(remap[np.frombuffer(cols.tag, dtype=np.int32)])
-        for name, dtype in zip(names, dtypes, strict=True):
-            parts[name].append(np.frombuffer(getattr(cols, name), dtype=dtype))
-        parts["source"].append(np.full(n, sources.setdefault(r.source, len(sources)),
-                                       dtype=np.int32))
-        r.scalars = ScalarColumns()  # the views above now hold the only reference
-    if not sources:
-        return empty_scalars()
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.tags: dict[str, int] = {}
+        self.sources: dict[str, int] = {}
+        self.files: list[tuple[str, dict[str, Any], int]] = []
+        self.total = 0
 
-    def gather(name: str) -> np.ndarray:
-        out = np.concatenate(parts[name]) if len(parts[name]) > 1 else parts[name][0].copy()
-        parts[name].clear()
-        _trim_heap()
+    def add(self, result: FileResult) -> None:
+        """Take a file's points (the result's columns are released)."""
+        import numpy as np
+
+        cols = result.scalars
+        result.scalars = ScalarColumns(cap=0)
+        if not len(cols):
+            return
+        arrays = cols.arrays()
+        remap = np.array([self.tags.setdefault(t, len(self.tags)) for t in cols.tags],
+                         dtype=np.int32)
+        arrays["tag"] = remap[arrays["tag"]]
+        self.sources.setdefault(result.source, len(self.sources))
+        self.files.append((result.source, arrays, cols.raw))
+        self.total += len(arrays["value"])
+        del cols
+        while self.total > self.budget:
+            i = max(range(len(self.files)), key=lambda k: len(self.files[k][1]["value"]))
+            source, arrays, raw = self.files[i]
+            thinner = thin_columns(arrays)
+            if len(thinner["value"]) == len(arrays["value"]):
+                break  # nothing left to thin: more series than the budget has points
+            self.files[i] = (source, thinner, raw)
+            self.total -= len(arrays["value"]) - len(thinner["value"])
+
+    def problems(self) -> list[Problem]:
+        """A ``thinned`` problem for each file that kept fewer points than it had."""
+        out = []
+        for source, arrays, raw in self.files:
+            kept = len(arrays["value"])
+            if kept < raw:
+                out.append(Problem(
+                    source, f"{raw:,} metric points, more than the budget of "
+                    f"{self.budget:,} ({ENV}) allows with the other files: {kept:,} kept",
+                    used="per 4 consecutive points of a series the lowest and highest, every "
+                    "first non-finite point, the first and last step", kind="thinned",
+                    count=raw - kept))
         return out
 
-    rank_raw = gather("rank")
-    ranks = pd.array(rank_raw, dtype="Int64")
-    ranks[rank_raw == NO_RANK] = pd.NA
-    del rank_raw
-    return make_scalars(
-        gather("step"),
-        pd.Categorical.from_codes(gather("tag"), categories=list(tags)),
-        gather("value"),
-        wall_time=gather("wall_time"), rank=ranks, segment=gather("segment"),
-        source=pd.Categorical.from_codes(gather("source"), categories=list(sources)))
+    def frame(self) -> pd.DataFrame:
+        """One scalars frame of every file's kept points."""
+        import numpy as np
+        import pandas as pd
+
+        if not self.files:
+            return empty_scalars()
+        parts: dict[str, list[Any]] = {k: [] for k in (*_NAMES, "source")}
+        for source, arrays, _raw in self.files:
+            for name in _NAMES:
+                parts[name].append(arrays[name])
+            parts["source"].append(np.full(len(arrays["value"]), self.sources[source],
+                                           dtype=np.int32))
+        self.files = []
+
+        def gather(name: str) -> Any:
+            out = np.concatenate(parts[name]) if len(parts[name]) > 1 else parts[name][0]
+            parts[name].clear()
+            _trim_heap()
+            return out
+
+        rank_raw = gather("rank")
+        ranks = pd.array(rank_raw, dtype="Int64")
+        ranks[rank_raw == NO_RANK] = pd.NA
+        del rank_raw
+        return make_scalars(
+            gather("step"),
+            pd.Categorical.from_codes(gather("tag"), categories=list(self.tags)),
+            gather("value"),
+            wall_time=gather("wall_time"), rank=ranks, segment=gather("segment"),
+            source=pd.Categorical.from_codes(gather("source"), categories=list(self.sources)))
 
 
 @lru_cache(maxsize=1)
@@ -174,10 +275,9 @@ def _trim_heap() -> None:
         trim(0)
 
 
-def _events(results: list[FileResult]) -> pd.DataFrame:
+def _events(rows: list[Any]) -> pd.DataFrame:
     import pandas as pd
 
-    rows = [e for r in results for e in r.events]
     if not rows:
         return empty_events()
     cols = list(EVENT_COLUMNS)

@@ -12,6 +12,7 @@ import math
 import re
 import zlib
 from array import array
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 from autopsy.model.events import EventKind
 from autopsy.model.problem import Problem
 from autopsy.readers.ranklogs import events as ev
+from autopsy.readers.ranklogs.budget import max_points, thin_columns
 from autopsy.readers.ranklogs.fastpath import Found, block_hits, marker_offsets
 from autopsy.readers.ranklogs.layout import PathInfo, inline_rank, path_info, split_prefix
 from autopsy.readers.ranklogs.lines import (
@@ -37,6 +39,10 @@ from autopsy.readers.ranklogs.timestamps import parse_time
 BAR_LOOKAHEAD = 4096
 #: Longest message kept on an event row.
 MAX_MESSAGE = 500
+#: Events of one kind kept per rank and file from the start; then only the last few.
+FIRST_EVENTS = 32
+#: Events of one kind kept per rank and file from the end, past the first ones.
+LAST_EVENTS = 8
 _MSG_STEP = re.compile(r"\b(?:step|iteration|iter)[ :=#]+(\d+)", re.IGNORECASE)
 _ERROR_JSON_MAX = 16 << 20
 
@@ -45,9 +51,18 @@ EventRow = tuple[int | None, float, int | None, str, str, str, int, dict[str, An
 NO_RANK = -1
 
 
+_COLUMN_TYPES = {"step": "q", "tag": "i", "value": "d", "wall_time": "d", "rank": "q",
+                 "segment": "q"}
+
+
 @dataclass
 class ScalarColumns:
-    """Scalar points of one file as compact columns (8 bytes a value, not a tuple)."""
+    """Scalar points of one file as compact columns (8 bytes a value, not a tuple).
+
+    Holds at most ``cap`` points: past it, the points are thinned one level (see
+    :mod:`.budget`) and points arriving later are thinned to the same level, so a
+    file of any size takes bounded memory. ``raw`` counts every point added.
+    """
 
     step: array = field(default_factory=lambda: array("q"))
     tag: array = field(default_factory=lambda: array("i"))
@@ -56,6 +71,10 @@ class ScalarColumns:
     rank: array = field(default_factory=lambda: array("q"))
     segment: array = field(default_factory=lambda: array("q"))
     tags: list[str] = field(default_factory=list)
+    cap: int = field(default_factory=max_points)
+    raw: int = 0
+    level: int = 0
+    _stored: int = 0
     _codes: dict[str, int] = field(default_factory=dict)
 
     def add(self, step: int, tag: str, value: float, wall: float, rank: int | None,
@@ -71,6 +90,9 @@ class ScalarColumns:
         self.wall_time.append(wall)
         self.rank.append(NO_RANK if rank is None else rank)
         self.segment.append(segment)
+        self.raw += 1
+        if len(self.step) > self.cap:
+            self._thin()
 
     def add_line(self, step: int, pairs: list[tuple[str, float]], wall: float,
                  rank: int | None, segment: int) -> None:
@@ -90,6 +112,75 @@ class ScalarColumns:
         self.wall_time.extend([wall] * n)
         self.rank.extend([NO_RANK if rank is None else rank] * n)
         self.segment.extend([segment] * n)
+        self.raw += n
+        if len(self.step) > self.cap:
+            self._thin()
+
+    def extend(self, other: ScalarColumns, step_factor: int = 1) -> None:
+        """Append every point of ``other`` (its steps multiplied by ``step_factor``)."""
+        if not len(other):
+            return
+        import numpy as np
+
+        cols = other.arrays()
+        remap = np.array([self._code(t) for t in other.tags], dtype=np.int32)
+        cols["tag"] = remap[cols["tag"]]
+        cols["step"] = cols["step"] * step_factor
+        mine = self.arrays()
+        self._replace({k: np.concatenate((mine[k], cols[k])) for k in mine})
+        self.raw += other.raw
+        if len(self.step) > self.cap:
+            self._thin()
+        self.settle()
+
+    def _code(self, tag: str) -> int:
+        code = self._codes.get(tag)
+        if code is None:
+            code = self._codes[tag] = len(self.tags)
+            self.tags.append(tag)
+        return code
+
+    def arrays(self, start: int = 0) -> dict[str, Any]:
+        """The columns from point ``start`` on as numpy arrays (copies)."""
+        import numpy as np
+
+        return {name: np.frombuffer(getattr(self, name), dtype=code)[start:].copy()
+                for name, code in _COLUMN_TYPES.items()}
+
+    def _replace(self, cols: dict[str, Any]) -> None:
+        for name, code in _COLUMN_TYPES.items():
+            col = array(code)
+            col.frombytes(cols[name].astype(col.typecode, copy=False).tobytes())
+            setattr(self, name, col)
+
+    def settle(self) -> None:
+        """Thin the points added since the last thinning to the current level (call at
+        the end of a file, so its last stretch is not denser than the rest)."""
+        if not self.level or self._stored >= len(self.step):
+            return
+        import numpy as np
+
+        head = self.arrays()
+        tail = thin_columns({k: v[self._stored:] for k, v in head.items()}, self.level)
+        self._replace({k: np.concatenate((v[:self._stored], tail[k])) for k, v in head.items()})
+        self._stored = len(self.step)
+
+    def _thin(self) -> None:
+        """Bring the points added since the last thinning to the current level, then
+        thin everything one more level while more than 3/4 of ``cap`` are held."""
+
+        self.settle()
+        head = self.arrays()
+        while len(head["value"]) > self.cap * 3 // 4:
+            thinner = thin_columns(head)
+            self.level += 1
+            if len(thinner["value"]) == len(head["value"]):
+                break
+            head = thinner
+        self._replace(head)
+        self._stored = len(self.step)
+        if self._stored > self.cap * 3 // 4:  # cannot thin (hundreds of thousands of
+            self.cap = 2 * self._stored       # series): grow rather than thin on every add
 
     def __len__(self) -> int:
         return len(self.step)
@@ -121,8 +212,10 @@ class _State:
     last_step: dict[int | None, int] = field(default_factory=dict)
     logging_steps: int | None = None
     hf_ordinal: dict[int | None, int] = field(default_factory=dict)
-    pending_hf: list[tuple[int, list[tuple[str, float]], float, int | None, bool]] = field(
-        default_factory=list)
+    pending_hf: ScalarColumns = field(default_factory=ScalarColumns)
+    pending_lines: int = 0
+    event_counts: dict[tuple[int | None, str], int] = field(default_factory=dict)
+    event_tails: dict[tuple[int | None, str], deque[EventRow]] = field(default_factory=dict)
     bar_steps: int = 0
     restarts: int = 0
     nan_seen: set[tuple[int | None, int]] = field(default_factory=set)
@@ -190,6 +283,8 @@ def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None) -> Fil
         out.problems.append(Problem(rel, "lines longer than 64 KiB: only their last 64 KiB kept",
                                     used="the tail of each", kind="long_line", count=truncated))
     _resolve_hf(state)
+    out.scalars.settle()
+    _close_events(state)
     return out
 
 
@@ -368,8 +463,46 @@ def _add(st: _State, rank: int | None, wall: float, kind: EventKind, message: st
         m = _MSG_STEP.search(text)
         if m:
             step = int(m.group(1))
-    st.out.events.append((rank, wall, step, kind.value, message[:MAX_MESSAGE], st.rel, line,
-                          details))
+    _keep(st, (rank, wall, step, kind.value, message[:MAX_MESSAGE], st.rel, line, details))
+
+
+def _keep(st: _State, row: EventRow) -> None:
+    """Keep an event row, unless its rank already has :data:`FIRST_EVENTS` of its kind.
+
+    Past that, only the last :data:`LAST_EVENTS` of the kind are kept (the rest
+    are counted), so a log that repeats a warning on every line takes bounded
+    memory while the first and the last occurrences stay as evidence.
+    """
+    key = (row[0], row[3])
+    n = st.event_counts.get(key, 0) + 1
+    st.event_counts[key] = n
+    if n <= FIRST_EVENTS:
+        st.out.events.append(row)
+        return
+    tail = st.event_tails.get(key)
+    if tail is None:
+        tail = st.event_tails[key] = deque(maxlen=LAST_EVENTS)
+    tail.append(row)
+
+
+def _close_events(st: _State) -> None:
+    """Add the kept last rows of the capped kinds, in line order, and count the rest."""
+    if not st.event_tails:
+        return
+    dropped: dict[str, int] = {}
+    for key, tail in st.event_tails.items():
+        kind = key[1]
+        st.out.events.extend(tail)
+        extra = st.event_counts[key] - FIRST_EVENTS - len(tail)
+        if extra > 0:
+            dropped[kind] = dropped.get(kind, 0) + extra
+    st.out.events.sort(key=lambda row: row[6])
+    if dropped:
+        what = ", ".join(f"{n:,} {k}" for k, n in sorted(dropped.items(), key=lambda x: -x[1]))
+        st.out.problems.append(Problem(
+            st.rel, f"events repeated past {FIRST_EVENTS} per rank and kind: {what} not kept",
+            used=f"the first {FIRST_EVENTS} and the last {LAST_EVENTS} of each",
+            kind="events_capped", count=sum(dropped.values())))
 
 
 def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -> None:
@@ -387,7 +520,8 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
         if step is None:
             n = st.hf_ordinal.get(rank, 0) + (1 if got.kind == "hf" else 0)
             st.hf_ordinal[rank] = n
-            st.pending_hf.append((n, got.values, wall, rank, got.kind == "hf_eval"))
+            st.pending_hf.add_line(n, got.values, wall, rank, st.info.attempt)
+            st.pending_lines += 1
             _nan_loss(st, got.values, rank, st.info.attempt, None, wall, line, pre.rest)
             return
         st.bar_steps += 1
@@ -411,26 +545,22 @@ def _nan_loss(st: _State, values: list[tuple[str, float]], rank: int | None, seg
         return
     st.nan_seen.add((rank, seg))
     tag, value = bad[0]
-    st.out.events.append((rank, wall, step, EventKind.NAN_LOSS.value, text.strip()[:MAX_MESSAGE],
-                          st.rel, line, {"attempt": st.info.attempt, "segment": seg,
-                                         "tag": tag, "value": str(value)}))
+    _keep(st, (rank, wall, step, EventKind.NAN_LOSS.value, text.strip()[:MAX_MESSAGE], st.rel,
+               line, {"attempt": st.info.attempt, "segment": seg, "tag": tag,
+                      "value": str(value)}))
 
 
 def _resolve_hf(st: _State) -> None:
     """Give HF dict lines without a bar a step: ordinal × logging_steps, or the ordinal."""
-    if not st.pending_hf:
+    if not st.pending_lines:
         return
-    spacing = st.logging_steps or 1
-    for n, values, wall, rank, _is_eval in st.pending_hf:
-        step = n * spacing
-        for tag, value in values:
-            st.out.scalars.add(step, tag, value, wall, rank, st.info.attempt)
+    st.out.scalars.extend(st.pending_hf, step_factor=st.logging_steps or 1)
     how = (f"numbered by order × logging_steps={st.logging_steps}" if st.logging_steps
            else "numbered 1, 2, 3... in order (logging_steps unknown)")
     st.out.problems.append(Problem(
-        st.rel, f"{len(st.pending_hf)} HF Trainer log lines carry no step; {how}",
+        st.rel, f"{st.pending_lines} HF Trainer log lines carry no step; {how}",
         used="their values, with guessed steps", kind="step_guessed",
-        count=len(st.pending_hf)))
+        count=st.pending_lines))
 
 
 def _read_error_json(path: Path, rel: str, info: PathInfo, out: FileResult) -> None:

@@ -1,0 +1,103 @@
+"""Bounded memory for the per-step metrics of rank logs: a point budget and thinning.
+
+The rank logs of a long job on many ranks can hold more metric lines than fit in
+memory (100 GB of logs at one metric line in a hundred is about 30 million
+points). The reader keeps at most :func:`max_points` points (1,000,000 unless
+``AUTOPSY_MAX_POINTS`` says otherwise); below the budget every point is kept, as
+the run model promises.
+
+Above it, series are *thinned*, never cut: a series is the points of one
+``(rank, tag, segment)`` in file order; one thinning pass splits it into buckets
+of :data:`BUCKET` consecutive points and keeps, per bucket, the point with the
+lowest and the one with the highest value (NaN counting as highest), plus every
+point where the series turns non-finite and the first and last point of the
+series. A pass halves a series (about), a spike or a dip survives any number of
+passes, every first NaN keeps its exact step, and the first and last logged
+steps stay. The reader records a ``thinned`` problem per
+file that lost points, with how many it kept.
+
+Within a file (:class:`StreamThinner` in the scanner), points arrive in order:
+once a file passes the budget, everything it holds is thinned one level and new
+points are thinned to the same level as they arrive, so the density stays
+uniform along the run. Across files (the main process), the file holding the
+most points is thinned until the total is back under the budget, so files end up
+with about equal shares.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+#: Environment variable overriding the point budget.
+ENV = "AUTOPSY_MAX_POINTS"
+#: Points kept in memory (all files together) unless :data:`ENV` says otherwise.
+DEFAULT_MAX_POINTS = 1_000_000
+#: The smallest budget accepted (a lower one would thin small runs for nothing).
+MIN_POINTS = 10_000
+#: Consecutive points of a series one thinning pass reduces to their min and max.
+BUCKET = 4
+
+
+def max_points() -> int:
+    """The point budget: :data:`ENV` if it holds an integer >= :data:`MIN_POINTS`."""
+    raw = os.environ.get(ENV, "").strip().replace("_", "")
+    if raw.isdigit():
+        return max(int(raw), MIN_POINTS)
+    return DEFAULT_MAX_POINTS
+
+
+def thin_mask(rank: np.ndarray, tag: np.ndarray, segment: np.ndarray,
+              value: np.ndarray) -> np.ndarray:
+    """Which points one thinning pass keeps (a boolean mask in the input's order).
+
+    Series are the runs of equal ``(rank, tag, segment)``, in input order within
+    each; see the module docstring for what a pass keeps.
+    """
+    n = len(value)
+    if n <= BUCKET:
+        return np.ones(n, dtype=bool)
+    order = np.lexsort((np.arange(n), segment, tag, rank))
+    r, t, s, v = rank[order], tag[order], segment[order], value[order]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    new[1:] = (r[1:] != r[:-1]) | (t[1:] != t[:-1]) | (s[1:] != s[:-1])
+    group = np.cumsum(new) - 1
+    starts = np.flatnonzero(new)
+    pos = np.arange(n) - starts[group]
+    width = int(pos.max()) // BUCKET + 1
+    bucket = group.astype(np.int64) * width + pos // BUCKET
+    by_value = np.lexsort((v, bucket))  # within a bucket: lowest first, NaN last
+    b = bucket[by_value]
+    edge = np.empty(n, dtype=bool)
+    edge[0] = True
+    edge[1:] = b[1:] != b[:-1]
+    last = np.empty(n, dtype=bool)
+    last[-1] = True
+    last[:-1] = edge[1:]
+    keep = np.zeros(n, dtype=bool)
+    keep[by_value[edge | last]] = True
+    bad = ~np.isfinite(v)
+    prev_bad = np.empty(n, dtype=bool)
+    prev_bad[0] = False
+    prev_bad[1:] = bad[:-1] & ~new[1:]
+    keep |= bad & ~prev_bad  # where a series turns non-finite
+    keep[starts] = True
+    keep[np.append(starts[1:] - 1, n - 1)] = True
+    mask = np.empty(n, dtype=bool)
+    mask[order] = keep
+    return mask
+
+
+def thin_columns(cols: dict[str, np.ndarray], passes: int = 1) -> dict[str, np.ndarray]:
+    """Columns (``step``, ``tag``, ``value``, ``wall_time``, ``rank``, ``segment``)
+    after ``passes`` thinning passes; the input arrays are not modified."""
+    for _ in range(passes):
+        if len(cols["value"]) <= BUCKET:
+            break
+        mask = thin_mask(cols["rank"], cols["tag"], cols["segment"], cols["value"])
+        if mask.all():
+            break
+        cols = {name: col[mask] for name, col in cols.items()}
+    return cols
