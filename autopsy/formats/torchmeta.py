@@ -1,0 +1,335 @@
+"""Tensor metadata of a ``torch.save`` file without its bytes and without torch.
+
+:func:`read_torch_meta` reads the pickle with the restricted unpickler, decodes
+every tensor rebuild into a :class:`~autopsy.formats.tensorinfo.TensorInfo`
+(dtype, shape, stride, the absolute offset of its first byte), and checks that
+each storage the pickle names is in the file with the size it implies:
+
+* zip files (``torch.save`` since 1.6): storages are the members
+  ``<archive>/data/<key>``; their offsets come from the zip directory and local
+  headers (:mod:`autopsy.formats.torchzip`), or from the local headers alone when
+  the directory is lost (a torn save);
+* legacy files (``_use_new_zipfile_serialization=False``): after the object come
+  a pickled list of storage keys, then per storage an 8-byte little-endian element
+  count and the bytes, which are skipped by seeking;
+* plain pickles: objects are read, tensors have no locatable bytes.
+
+Tensor bytes are never read.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from autopsy.formats.ckpterrors import CheckpointFormatError
+from autopsy.formats.tensor_storage import (
+    StorageRef,
+    TensorSpec,
+    storage_ref,
+    tensor_spec,
+    unwrap_tensor_call,
+)
+from autopsy.formats.tensorinfo import ITEMSIZE, TensorInfo
+from autopsy.formats.torchzip import read_zip_index
+from autopsy.formats.unpickle import Call, UnpickleError, danger_reason, load_torch
+from autopsy.formats.unpickle.loader import Unpickled, scan_stream
+from autopsy.formats.unpickle.torchfile import TORCH_LEGACY_MAGIC
+
+_LIMITS = {"max_bytes": 256 << 20, "max_ops": 10_000_000, "max_depth": 256}
+
+
+@dataclass
+class TorchMeta:
+    """What a torch file holds, tensors described but not read.
+
+    Attributes:
+        path: the file read.
+        container: ``"torch_zip"``, ``"torch_legacy"`` or ``"pickle"``.
+        obj: the object as unpickled safely, every tensor / ``nn.Parameter`` replaced
+            by its :class:`TensorInfo` (unknown classes stay placeholders).
+        tensors: ``(key path, info)`` for every tensor, key paths joined by ``"."``
+            (``"state.0.exp_avg"``); a tensor referenced twice is listed under both paths.
+        globals: every dotted global the pickle referenced.
+        unsafe: ``(dotted global, reason)`` for the dangerous ones.
+        problems: integrity problems, one readable line each.
+    """
+
+    path: str
+    container: str
+    obj: Any
+    tensors: list[tuple[str, TensorInfo]] = field(default_factory=list)
+    globals: tuple[str, ...] = ()
+    unsafe: list[tuple[str, str]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Located:
+    """Where a storage's bytes start in the file and how many are there."""
+
+    offset: int | None
+    present: int
+
+
+# -- reading the pickle and locating storages
+
+
+def _storages(unpickled: Unpickled) -> dict[str, StorageRef]:
+    out: dict[str, StorageRef] = {}
+    for pid in unpickled.persistent_ids:
+        ref = storage_ref(pid)
+        if ref is not None:
+            out.setdefault(ref.key, ref)
+    return out
+
+
+def _read_zip(fh: IO[bytes], path: str, size: int) -> tuple[Unpickled, dict[str, _Located],
+                                                          list[str]]:
+    try:
+        unpickled = load_torch(path)
+    except UnpickleError as exc:
+        raise CheckpointFormatError(f"{path}: not a readable torch zip file: {exc}") from exc
+    storages = _storages(unpickled)
+    archive = unpickled.meta.get("archive", "")
+    prefix = f"{archive}/data/" if archive else "data/"
+    expected = {prefix + key: ref.nbytes for key, ref in storages.items()}
+    index = read_zip_index(fh, size, expected)
+    problems = list(index.problems)
+    located: dict[str, _Located] = {}
+    for key, ref in storages.items():
+        member = index.members.get(prefix + key)
+        if member is None:
+            problems.append(f"storage {key} ({prefix}{key}, {ref.nbytes:,} bytes) is missing "
+                            "from the zip")
+            continue
+        if member.method != 0:
+            problems.append(f"storage {key} is compressed (zip method {member.method}); "
+                            "its bytes cannot be located")
+            continue
+        if member.size < ref.nbytes:
+            problems.append(f"storage {key} holds {member.size:,} bytes; the pickle declares "
+                            f"{ref.nbytes:,}")
+        if member.present < member.compressed_size:
+            problems.append(f"storage {key} is cut short by the end of the file: "
+                            f"{member.present:,} of {member.compressed_size:,} bytes present")
+        located[key] = _Located(member.data_offset, min(member.size, member.present))
+    byteorder = index.members.get(f"{archive}/byteorder" if archive else "byteorder")
+    if byteorder is not None and byteorder.method == 0 and 0 < byteorder.present <= 16:
+        fh.seek(byteorder.data_offset)
+        if fh.read(byteorder.present).strip() == b"big":
+            problems.append("storages are big-endian (byteorder 'big'); offsets are given, "
+                            "values are not in the native order")
+    return unpickled, located, problems
+
+
+def _read_legacy_or_pickle(fh: IO[bytes], path: str, size: int) -> tuple[
+        Unpickled, dict[str, _Located], list[str]]:
+    try:
+        first = scan_stream(fh, _LIMITS)
+        if first.obj != TORCH_LEGACY_MAGIC or isinstance(first.obj, bool):
+            return first, {}, []
+        version = scan_stream(fh, _LIMITS).obj
+        sys_info = scan_stream(fh, _LIMITS)
+        main = scan_stream(fh, _LIMITS)
+    except UnpickleError as exc:
+        raise CheckpointFormatError(f"{path}: not a readable pickle or torch file: {exc}") \
+            from exc
+    names = tuple(dict.fromkeys([*sys_info.globals, *main.globals]))
+    unpickled = Unpickled(main.obj, names, main.mutated_globals, main.persistent_ids,
+                          container="torch_legacy",
+                          meta={"protocol_version": version, "sys_info": sys_info.obj})
+    storages = _storages(unpickled)
+    problems: list[str] = []
+    located: dict[str, _Located] = {}
+    try:
+        keys = scan_stream(fh, _LIMITS).obj
+    except UnpickleError as exc:
+        if storages:
+            problems.append(f"the list of storage keys after the pickle is unreadable ({exc}); "
+                            "no storage can be located")
+        return unpickled, located, problems
+    if not isinstance(keys, list):
+        problems.append("the list of storage keys after the pickle is not a list")
+        return unpickled, located, problems
+    pos = fh.tell()
+    for raw_key in keys:
+        key = str(raw_key)
+        ref = storages.get(key)
+        itemsize = 1 if ref is None or ref.untyped else ITEMSIZE.get(ref.dtype, 1)
+        fh.seek(pos)
+        head = fh.read(8)
+        if len(head) < 8:
+            problems.append(f"storage {key}: the file ends before its record (at offset "
+                            f"{pos:,})")
+            break
+        (count,) = struct.unpack("<q", head)
+        start = pos + 8
+        nbytes = count * itemsize
+        if count < 0 or nbytes > size:
+            problems.append(f"storage {key}: record at offset {pos:,} declares {count:,} "
+                            "elements, more than the file holds")
+            break
+        present = max(0, min(nbytes, size - start))
+        if ref is not None and nbytes < ref.nbytes:
+            problems.append(f"storage {key} holds {nbytes:,} bytes; the pickle declares "
+                            f"{ref.nbytes:,}")
+        if present < nbytes:
+            problems.append(f"storage {key} is cut short by the end of the file: "
+                            f"{present:,} of {nbytes:,} bytes present")
+        located[key] = _Located(start, present)
+        pos = start + nbytes
+    for key, ref in storages.items():
+        if key not in located and not any(key in p for p in problems[-1:]):
+            problems.append(f"storage {key} ({ref.nbytes:,} bytes) has no record in the file")
+    return unpickled, located, problems
+
+
+# -- replacing tensor rebuilds by TensorInfo
+
+
+class _Converter:
+    """Walks the unpickled object, replacing tensor rebuild calls by :class:`TensorInfo`."""
+
+    def __init__(self, path: str, container: str, located: dict[str, _Located]) -> None:
+        self.file = path
+        self.container = container
+        self.located = located
+        self.tensors: list[tuple[str, TensorInfo]] = []
+        self.problems: list[str] = []
+        self._done: dict[int, Any] = {}
+        self._keep: list[Any] = []  # keeps converted originals alive so ids stay unique
+
+    def info(self, spec: TensorSpec, where: str) -> TensorInfo:
+        itemsize = ITEMSIZE.get(spec.dtype, 1)
+        numel = 1
+        for n in spec.shape:
+            numel *= n
+        probe = TensorInfo(spec.dtype, spec.shape, self.file, None, numel * itemsize,
+                           None, spec.stride, spec.storage_offset)
+        storage = spec.storage
+        if storage is None:
+            return probe
+        offset: int | None = None
+        place = self.located.get(storage.key)
+        start = spec.storage_offset * itemsize
+        need = start + probe.extent * itemsize
+        if need > storage.nbytes and probe.numel:
+            self.problems.append(
+                f"tensor {where or '<root>'} needs {need:,} bytes of storage {storage.key}, "
+                f"which declares {storage.nbytes:,}"
+            )
+        elif place is not None and place.offset is not None and (
+            need <= place.present or not probe.numel
+        ):
+            offset = place.offset + start
+        return TensorInfo(spec.dtype, spec.shape, self.file, offset, numel * itemsize,
+                          storage.key, spec.stride, spec.storage_offset)
+
+    def convert(self, obj: Any, where: str) -> Any:
+        if isinstance(obj, (str, bytes, int, float, type(None))):
+            return obj
+        done = self._done.get(id(obj))
+        if done is not None:
+            if isinstance(done, TensorInfo):
+                self.tensors.append((where, done))
+            return done
+        if isinstance(obj, Call):
+            return self._call(obj, where)
+        if isinstance(obj, dict):
+            new: dict[Any, Any] = collections.OrderedDict() if isinstance(
+                obj, collections.OrderedDict) else {}
+            if isinstance(obj, collections.OrderedDict):
+                new.__dict__.update(obj.__dict__)
+            self._remember(obj, new)
+            for key, value in obj.items():
+                new[key] = self.convert(value, _join(where, key))
+            return new
+        if isinstance(obj, list):
+            items: list[Any] = []
+            self._remember(obj, items)
+            items.extend(self.convert(v, _join(where, i)) for i, v in enumerate(obj))
+            return items
+        if isinstance(obj, tuple):
+            result = tuple(self.convert(v, _join(where, i)) for i, v in enumerate(obj))
+            self._remember(obj, result)
+            return result
+        return obj
+
+    def _remember(self, original: Any, converted: Any) -> None:
+        self._done[id(original)] = converted
+        self._keep.append(original)
+
+    def _call(self, call: Call, where: str) -> Any:
+        tensor = unwrap_tensor_call(call)
+        if tensor is not None:
+            name, args, inner = tensor
+            if inner is not None:
+                result = self.convert(inner, where)
+                if isinstance(result, TensorInfo):
+                    self._remember(call, result)
+                    return result
+            else:
+                spec = tensor_spec(name, args)
+                if spec is not None:
+                    result = self.info(spec, where)
+                    self._remember(call, result)
+                    self.tensors.append((where, result))
+                    return result
+        self._remember(call, call)
+        call.args = tuple(self.convert(v, _join(where, f"args.{i}"))
+                          for i, v in enumerate(call.args))
+        call.builds = [self.convert(b, where) for b in call.builds]
+        call.listitems = [self.convert(v, _join(where, i)) for i, v in enumerate(call.listitems)]
+        call.dictitems = [(k, self.convert(v, _join(where, k))) for k, v in call.dictitems]
+        return call
+
+
+def _join(prefix: str, key: Any) -> str:
+    part = key if isinstance(key, str) else str(key)
+    return f"{prefix}.{part}" if prefix else part
+
+
+# -- the entry point
+
+
+def read_torch_meta(path: str | os.PathLike[str]) -> TorchMeta:
+    """Describe every tensor of a ``torch.save`` file (zip or legacy) or pickle, unread.
+
+    Never imports torch and never reads tensor bytes: only the zip directory and
+    local headers (or the legacy storage records) and the pickle.
+
+    Raises:
+        CheckpointFormatError: the file cannot be read at all (missing, empty, not a
+            pickle or torch zip, its pickle unreadable); the message is one line.
+    """
+    name = os.fspath(path)
+    try:
+        fh = open(name, "rb")
+    except OSError as exc:
+        raise CheckpointFormatError(f"{name}: cannot open: {exc.strerror}") from exc
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            raise CheckpointFormatError(f"{name}: empty file (0 bytes)")
+        magic = fh.read(4)
+        fh.seek(0)
+        if magic[:2] == b"PK" and magic[2:4] in (b"\x03\x04", b"\x05\x06", b"\x07\x08"):
+            unpickled, located, problems = _read_zip(fh, name, size)
+            container = "torch_zip"
+        else:
+            unpickled, located, problems = _read_legacy_or_pickle(fh, name, size)
+            container = unpickled.container
+    converter = _Converter(name, container, located)
+    try:
+        obj = converter.convert(unpickled.obj, "")
+    except RecursionError:
+        obj = unpickled.obj
+        problems.append("object nested too deeply to list its tensors")
+    unsafe = [(g, danger_reason(g) or "a BUILD tries to set attributes on this global")
+              for g in unpickled.dangerous]
+    return TorchMeta(name, container, obj, converter.tensors, unpickled.globals, unsafe,
+                     [*problems, *converter.problems])
