@@ -50,7 +50,7 @@ class StepTimes:
         origin: ``"step_time"``, ``"step_time_ms"`` or ``"wall_time"``.
         seconds: seconds per step, indexed by the step that ended the interval.
         gaps: the step gap of each point (1 for explicit tags).
-        source: the file the times came from (None when several).
+        source: the file most of the times came from (None for explicit tags).
         dropped: steps left out as warm-up (the first ones of each segment).
     """
 
@@ -110,62 +110,105 @@ class Stalls:
     median: float
 
 
-def _clock_rows(run: Run, rank: int | None) -> pd.DataFrame:
-    """Time-stamped training rows of one rank: ``step, wall_time, segment, source``."""
+def step_walls(run: Run) -> pd.DataFrame:
+    """The time stamp of every logged training step, per rank: ``rank, segment, step, wall_time``.
+
+    One source per rank and segment (the file with most time-stamped training rows of
+    that rank in that segment, so two clocks are never mixed); a step's time is its first
+    stamp there. ``rank`` is -1
+    for rows without a rank. Evaluation and end-of-run summary tags are not clocks.
+    """
     df = run.scalars
+    cols = ["rank", "segment", "step", "wall_time"]
     if df.empty:
-        return df.iloc[0:0]
-    mask = np.isfinite(df["wall_time"].to_numpy(dtype="float64", na_value=np.nan))
-    if rank is None:
-        ranks = df["rank"].dropna().unique()
-        if len(ranks) > 1:
-            mask &= (df["rank"] == min(int(r) for r in ranks)).to_numpy(dtype=bool, na_value=False)
-    else:
-        mask &= (df["rank"] == rank).to_numpy(dtype=bool, na_value=False)
-    tags = run.tags_where(mask)
-    clocks = [t for t in tags if t not in NOT_A_CLOCK and not t.startswith(NOT_A_CLOCK_PREFIXES)]
-    mask &= df["tag"].isin(clocks).to_numpy(dtype=bool)
-    return df.loc[mask, ["step", "wall_time", "segment", "source"]]
+        return pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
+    tag = df["tag"]
+    categories = [str(c) for c in tag.cat.categories]
+    allowed = np.array([i for i, t in enumerate(categories)
+                        if t not in NOT_A_CLOCK and not t.startswith(NOT_A_CLOCK_PREFIXES)],
+                       dtype=np.int64)
+    keep = np.isfinite(df["wall_time"].to_numpy(dtype="float64", na_value=np.nan))
+    keep &= np.isin(tag.cat.codes.to_numpy(), allowed)
+    if not keep.any():
+        return pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
+    sub = pd.DataFrame({
+        "rank": df["rank"].to_numpy(dtype="float64", na_value=-1.0)[keep].astype(np.int64),
+        "segment": df["segment"].to_numpy()[keep],
+        "step": df["step"].to_numpy(dtype="int64")[keep],
+        "wall_time": df["wall_time"].to_numpy(dtype="float64")[keep],
+        "source": df["source"].astype(str).to_numpy()[keep],
+    })
+    key = ["rank", "segment", "source"]
+    counts = sub.groupby(key, sort=True).size().reset_index(name="n")
+    best = counts.sort_values(["rank", "segment", "n"], ascending=[True, True, False],
+                              kind="stable").drop_duplicates(["rank", "segment"])
+    sub = sub.merge(best[key], on=key, how="inner")
+    main = best.sort_values(["rank", "n"], ascending=[True, False], kind="stable")
+    main = main.drop_duplicates("rank")
+    out = sub.groupby(["rank", "segment", "step"], sort=True)["wall_time"].min().reset_index()
+    out.attrs["sources"] = dict(zip(main["rank"].tolist(), main["source"].tolist(), strict=True))
+    return out
+
+
+def _intervals(rank: int | None, walls: pd.DataFrame, source: str | None,
+               skip_first: int) -> StepTimes | None:
+    """Per-step seconds from one rank's ``segment, step, wall_time`` rows."""
+    w = walls.sort_values(["segment", "step"], kind="stable")
+    seg = w["segment"].to_numpy()
+    st = w["step"].to_numpy(dtype="int64")
+    wt = w["wall_time"].to_numpy(dtype="float64")
+    if st.size < 2:
+        return None
+    same = seg[1:] == seg[:-1]
+    gap = st[1:] - st[:-1]
+    dt = wt[1:] - wt[:-1]
+    valid = same & (gap > 0) & (dt >= 0)
+    # the k-th valid interval of its segment (1-based): warm-up when k <= skip_first
+    ends = st[1:][valid]
+    seg_of = seg[1:][valid]
+    order_in_seg = pd.Series(seg_of).groupby(seg_of).cumcount().to_numpy() + 1
+    warm = order_in_seg <= skip_first
+    dropped = [int(x) for x in ends[warm]]
+    steps_out = ends[~warm]
+    secs = (dt[valid] / gap[valid])[~warm]
+    gaps = gap[valid][~warm]
+    # a step logged in two segments (re-run after a restart): the later segment's time wins
+    last = ~pd.Series(steps_out[::-1]).duplicated().to_numpy()[::-1]
+    steps_out, secs, gaps = steps_out[last], secs[last], gaps[last]
+    if secs.size < 2:
+        return None
+    order = np.argsort(steps_out, kind="stable")
+    index = pd.Index(steps_out[order], name="step")
+    return StepTimes(rank, "wall_time", pd.Series(secs[order], index=index, dtype="float64"),
+                     pd.Series(gaps[order], index=index, dtype="int64"), source,
+                     tuple(dropped))
+
+
+def all_wall_step_times(run: Run, *, skip_first: int = 1) -> dict[int | None, StepTimes]:
+    """:func:`wall_step_times` of every rank at once (``None`` for rows without a rank)."""
+    walls = step_walls(run)
+    sources = walls.attrs.get("sources", {})
+    out: dict[int | None, StepTimes] = {}
+    for r, rows in walls.groupby("rank", sort=True):
+        rank = None if int(r) < 0 else int(r)
+        got = _intervals(rank, rows, sources.get(int(r)), skip_first)
+        if got is not None:
+            out[rank] = got
+    return out
 
 
 def wall_step_times(run: Run, rank: int | None = None, *, skip_first: int = 1) -> StepTimes | None:
     """Seconds per step from the wall time between consecutive logged steps.
 
-    One source is used (the file with most time-stamped points of the rank); a step's
-    time is its first time stamp there. Intervals never span a segment boundary, and the
-    first ``skip_first`` intervals of each segment are dropped. None when fewer than two
-    intervals remain.
+    See :func:`step_walls` for the clock; intervals never span a segment boundary, and the
+    first ``skip_first`` intervals of each segment are dropped. ``rank=None`` takes the
+    rows without a rank, else the lowest rank. None when fewer than two intervals remain.
     """
-    rows = _clock_rows(run, rank)
-    if rows.empty:
-        return None
-    source = rows["source"].astype(str).value_counts().idxmax()
-    rows = rows[rows["source"].astype(str) == source]
-    per_step = rows.groupby(["segment", "step"], observed=True)["wall_time"].min().reset_index()
-    steps_out: list[int] = []
-    secs: list[float] = []
-    gaps: list[int] = []
-    dropped: list[int] = []
-    for _, seg in per_step.groupby("segment", sort=True, observed=True):
-        seg = seg.sort_values("step")
-        st = seg["step"].to_numpy(dtype="int64")
-        wt = seg["wall_time"].to_numpy(dtype="float64")
-        for k in range(1, len(st)):
-            gap = int(st[k] - st[k - 1])
-            dt = float(wt[k] - wt[k - 1])
-            if gap <= 0 or dt < 0:
-                continue
-            if k <= skip_first:
-                dropped.append(int(st[k]))
-                continue
-            steps_out.append(int(st[k]))
-            secs.append(dt / gap)
-            gaps.append(gap)
-    if len(secs) < 2:
-        return None
-    index = pd.Index(steps_out, name="step")
-    return StepTimes(rank, "wall_time", pd.Series(secs, index=index, dtype="float64"),
-                     pd.Series(gaps, index=index, dtype="int64"), source, tuple(dropped))
+    every = all_wall_step_times(run, skip_first=skip_first)
+    if rank is None and None not in every:
+        ranked = sorted(r for r in every if r is not None)
+        return every[ranked[0]] if ranked else None
+    return every.get(rank)
 
 
 def tag_step_times(run: Run, rank: int | None = None, *,
@@ -177,7 +220,7 @@ def tag_step_times(run: Run, rank: int | None = None, *,
     """
     for tag, scale in (("step_time", 1.0), ("step_time_ms", 1e-3)):
         df = run.scalars
-        mask = (df["tag"] == tag).to_numpy(dtype=bool)
+        mask = np.array((df["tag"] == tag).to_numpy(dtype=bool), copy=True)
         if rank is not None:
             mask &= (df["rank"] == rank).to_numpy(dtype=bool, na_value=False)
         if not mask.any():
@@ -242,10 +285,12 @@ def summarize(seconds: pd.Series, *, exclude: Iterable[int] = ()) -> StepTimeSta
                          total=float(values.sum()), trend=theil_sen(s))
 
 
-def find_stalls(times: StepTimes, *, ratio: float = 3.0, min_extra: float = 0.0,
-                min_count: int = 3, periods: dict[str, int] | None = None,
+def find_stalls(times: StepTimes, *, ratio: float = 3.0, min_extra: float = 0.05,
+                min_score: float = 10.0, min_count: int = 3,
+                periods: dict[str, int] | None = None,
                 regular_share: float = 0.6) -> Stalls | None:
-    """Steps whose time is above ``ratio`` × the median (and ``min_extra`` s above it).
+    """Steps far above the median: above ``ratio`` × the median, at least ``min_extra``
+    seconds above it, and ``min_score`` robust deviations (1.4826 × MAD) above it.
 
     Their cost is the time above the median (per step × the interval's gap: a stall in a
     10-step logging interval is counted once, whole). The period is the most common gap
@@ -262,7 +307,9 @@ def find_stalls(times: StepTimes, *, ratio: float = 3.0, min_extra: float = 0.0,
     if not math.isfinite(med) or med <= 0:
         return None
     extra_per_step = s - med
-    slow = s[(s > ratio * med) & (extra_per_step > min_extra)]
+    spread = MAD_SCALE * float(np.median(np.abs(s.to_numpy(dtype="float64") - med)))
+    floor = max(min_extra, min_score * spread)
+    slow = s[(s > ratio * med) & (extra_per_step > floor)]
     if len(slow) < min_count:
         return None
     steps = [int(i) for i in slow.index]
