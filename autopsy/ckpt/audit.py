@@ -1,0 +1,133 @@
+"""Audit one checkpoint, or every checkpoint under a folder, and pick the one a resume uses.
+
+Reads metadata only (pickles through the restricted unpickler, safetensors and zip
+headers, JSON); tensor bytes are read only for a handful of scalar step counters,
+and for every tensor under ``scan_values=True``. Never imports torch or pandas;
+never writes anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from autopsy.ckpt.checks import completeness, consistency, integrity
+from autopsy.ckpt.checks.judge import Judge
+from autopsy.ckpt.components import AuditReport, CheckpointAudit
+from autopsy.ckpt.files import FileReader
+from autopsy.ckpt.layouts import CheckpointRef, Layout, find_checkpoints, pick_newest
+from autopsy.ckpt.parts import Parts
+from autopsy.errors import NothingReadable, RunNotFound, UsageError
+
+
+def _gather(ref: CheckpointRef) -> Parts:
+    base = ref.path if ref.path.is_dir() else ref.path.parent
+    parts = Parts(layout=ref.layout, root=ref.path, reader=FileReader(base), name_step=ref.step)
+    if ref.layout is Layout.HF_TRAINER:
+        from autopsy.ckpt import hf
+
+        hf.gather(parts, ref.path)
+    elif ref.layout is Layout.ACCELERATE:
+        from autopsy.ckpt import accel
+
+        accel.gather(parts, ref.path)
+    elif ref.layout is Layout.DEEPSPEED:
+        from autopsy.ckpt import deepspeed
+
+        deepspeed.gather(parts, ref.path)
+    elif ref.layout is Layout.DCP:
+        from autopsy.ckpt import dcp
+
+        dcp.gather(parts, ref.path)
+    elif ref.layout is Layout.SAFETENSORS:
+        from autopsy.ckpt import plain
+
+        plain.gather_safetensors(parts, ref.path)
+    else:
+        from autopsy.ckpt import plain
+
+        plain.gather_torch(parts, ref.path)
+    return parts
+
+
+def audit_one(ref: CheckpointRef, *, world_size: int | None = None,
+              scan_values: bool = False) -> CheckpointAudit:
+    """Audit one checkpoint (see :func:`audit_path`)."""
+    parts = _gather(ref)
+    gs = parts.global_steps[0][1] if parts.global_steps else ref.step
+    judge = Judge(parts, gs)
+    integrity.check(judge)
+    saved_world = completeness.check(judge, world_size)
+    consistency.check(judge)
+    if scan_values:
+        from autopsy.ckpt.checks import values
+
+        values.check(judge)
+    problems = [f"{f.rel}: {f.error}" for f in parts.all_files() if f.error]
+    problems += [f"{f.rel}: {p}" for f in parts.all_files() for p in f.problems]
+    problems += [what for _, _, what in parts.missing_files]
+    return CheckpointAudit(path=str(ref.path), layout=parts.layout.value, step=gs,
+                           components=judge.components(), findings=tuple(judge.findings),
+                           problems=tuple(problems), world_size=saved_world)
+
+
+def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
+               scan_values: bool = False) -> AuditReport:
+    """Audit a checkpoint file, a checkpoint folder, or every checkpoint under a run dir.
+
+    The verdict (``report.resumable``) is about the checkpoint a resume would pick:
+    the newest (highest step in the name, as ``get_last_checkpoint``; DeepSpeed's
+    ``latest`` tag). ``report.newest_resumable`` names the newest one that is.
+
+    Raises:
+        RunNotFound: ``path`` does not exist.
+        NothingReadable: no checkpoint was found at or under ``path``.
+        UsageError: ``world_size`` is not a positive integer.
+    """
+    root = Path(path)
+    if world_size is not None and world_size < 1:
+        raise UsageError(f"--world-size must be at least 1, not {world_size}")
+    if not root.exists():
+        raise RunNotFound(f"no such file or directory: {root}")
+    if not (root.is_dir() or root.is_file()):
+        raise RunNotFound(f"not a file or directory: {root}")
+    refs = find_checkpoints(root)
+    if not refs:
+        raise NothingReadable(f"no checkpoint found in {root} (looked for checkpoint-N/, "
+                              "save_state folders, global_stepN/, DCP folders, .pt/.bin/"
+                              ".ckpt/.safetensors files)")
+    audits = {ref.path: audit_one(ref, world_size=world_size, scan_values=scan_values)
+              for ref in refs}
+    picked_ref = pick_newest(refs, root)
+    picked = audits[picked_ref.path]
+    ordered = [audits[r.path] for r in refs]
+    newest_ok = next((a for a in reversed(ordered) if a.resumable), None)
+    if not picked.resumable and newest_ok is not None:
+        advice = f"resume from {_name(newest_ok, root)}, the newest complete one"
+        findings = tuple(dataclasses.replace(f, advice=(*f.advice, advice))
+                         for f in picked.findings)
+        picked = dataclasses.replace(picked, findings=findings)
+        ordered = [picked if a.path == picked.path else a for a in ordered]
+    if all(_unreadable(a) for a in ordered):
+        first = ordered[0].problems[0] if ordered[0].problems else "unreadable"
+        raise NothingReadable(f"nothing readable in {root}: {first}")
+    return AuditReport(path=str(root), checkpoints=tuple(ordered), picked=picked,
+                       newest_resumable=newest_ok, world_size=world_size,
+                       scanned_values=scan_values)
+
+
+def _name(audit: CheckpointAudit, root: Path) -> str:
+    try:
+        rel = Path(audit.path).relative_to(root).as_posix()
+    except ValueError:
+        rel = audit.path
+    return rel if rel not in ("", ".") else Path(audit.path).name
+
+
+def _unreadable(audit: CheckpointAudit) -> bool:
+    """A single-file checkpoint that could not be read at all."""
+    files = [c for c in audit.components if c.files]
+    return (audit.layout in (Layout.TORCH.value, Layout.LIGHTNING.value,
+                             Layout.SAFETENSORS.value)
+            and bool(audit.problems) and not any(c.status.value == "ok" for c in files))

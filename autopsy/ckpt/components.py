@@ -1,0 +1,147 @@
+"""The component model of a checkpoint audit: what a resume needs, and its status.
+
+A checkpoint is judged by its components (weights, optimizer, scheduler, grad
+scaler, RNG per rank, data position, trainer state, training args). Each gets a
+:class:`Status`, the files it came from, the evidence that decided the status and,
+when it is not ``ok``, what a resume does without it (``effect``).
+
+A checkpoint is *resumable* (an exact resume is possible) when no required
+component is ``missing``, ``inconsistent``, ``corrupt`` or ``unsafe``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from autopsy.model.finding import Finding, Severity
+
+
+class Status(str, Enum):
+    """The status of one component."""
+
+    OK = "ok"
+    MISSING = "missing"
+    INCONSISTENT = "inconsistent"
+    CORRUPT = "corrupt"
+    UNSAFE = "unsafe"
+    #: The run does not need it (no grad scaler without fp16) or the layout keeps it elsewhere.
+    NOT_APPLICABLE = "not_applicable"
+
+
+#: Statuses that stop an exact resume when the component is required.
+BLOCKING: frozenset[Status] = frozenset(
+    {Status.MISSING, Status.INCONSISTENT, Status.CORRUPT, Status.UNSAFE})
+
+
+class Part(str, Enum):
+    """The components a resume needs, in report order."""
+
+    WEIGHTS = "weights"
+    OPTIMIZER = "optimizer"
+    SCHEDULER = "scheduler"
+    GRAD_SCALER = "grad_scaler"
+    RNG = "rng"
+    DATA_POSITION = "data_position"
+    TRAINER_STATE = "trainer_state"
+    TRAINING_ARGS = "training_args"
+
+
+@dataclass(frozen=True)
+class Component:
+    """One component of one checkpoint, as audited.
+
+    Attributes:
+        name: a :class:`Part` value.
+        status: its :class:`Status`.
+        files: the files it came from (relative to the checkpoint), or those expected.
+        evidence: one readable line per fact that decided the status.
+        effect: what a resume does without it (empty when ``ok``).
+        required: whether a blocking status makes the checkpoint not resumable.
+    """
+
+    name: str
+    status: Status
+    files: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+    effect: str = ""
+    required: bool = True
+
+    @property
+    def blocking(self) -> bool:
+        """Whether this component stops an exact resume."""
+        return self.required and self.status in BLOCKING
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON report's component object."""
+        return {"name": self.name, "status": self.status.value, "required": self.required,
+                "files": list(self.files), "evidence": list(self.evidence),
+                "effect": self.effect}
+
+
+@dataclass(frozen=True)
+class CheckpointAudit:
+    """The audit of one checkpoint.
+
+    Attributes:
+        path: the checkpoint (folder or file) as given or found.
+        layout: the layout detected (:class:`autopsy.ckpt.layouts.Layout` value).
+        step: the global step it was saved at (trainer state, folder name...), if known.
+        components: one per :class:`Part`, in report order.
+        findings: the checks that failed, as findings (family ``resume``).
+        problems: files that could not be read fully, one line each.
+        world_size: the world size the checkpoint was saved with, if known.
+    """
+
+    path: str
+    layout: str
+    step: int | None
+    components: tuple[Component, ...]
+    findings: tuple[Finding, ...] = ()
+    problems: tuple[str, ...] = ()
+    world_size: int | None = None
+
+    @property
+    def resumable(self) -> bool:
+        """Whether an exact resume from this checkpoint is possible."""
+        if any(c.blocking for c in self.components):
+            return False
+        return not any(f.severity in (Severity.ERROR, Severity.CRITICAL) for f in self.findings)
+
+    def component(self, name: str) -> Component | None:
+        """The component called ``name`` (a :class:`Part` value), or None."""
+        return next((c for c in self.components if c.name == name), None)
+
+    def losses(self) -> list[str]:
+        """What a resume from this checkpoint would lose: ``"optimizer (missing)"``..."""
+        return [f"{c.name} ({c.status.value})" for c in self.components if c.blocking]
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """The audit of a path: every checkpoint found, and the one a resume would pick.
+
+    Attributes:
+        path: the path audited.
+        checkpoints: every checkpoint audited, oldest first.
+        picked: the one a resume would pick (the newest; DeepSpeed: the ``latest`` tag).
+        newest_resumable: the newest checkpoint that is resumable, or None.
+        problems: what could not be read at all while looking for checkpoints.
+        world_size: the ``--world-size`` asked for, if any.
+        scanned_values: whether tensor values were scanned for NaN/Inf.
+    """
+
+    path: str
+    checkpoints: tuple[CheckpointAudit, ...]
+    picked: CheckpointAudit
+    newest_resumable: CheckpointAudit | None
+    problems: tuple[str, ...] = ()
+    world_size: int | None = None
+    scanned_values: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def resumable(self) -> bool:
+        """Whether an exact resume from the picked checkpoint is possible."""
+        return self.picked.resumable

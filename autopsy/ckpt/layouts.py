@@ -1,0 +1,248 @@
+"""Checkpoint layouts: recognise one, and find every checkpoint under a run or output dir.
+
+Recognition uses names and, for single files, the first bytes only; nothing is
+unpickled here. Layouts:
+
+* ``hf_trainer``: a Trainer ``checkpoint-N/`` (``trainer_state.json``, ``optimizer.pt``,
+  ``scheduler.pt``, ``rng_state*.pth``, weights, ``training_args.bin``);
+* ``accelerate``: an ``Accelerator.save_state`` folder (``optimizer.bin``,
+  ``scheduler.bin``, ``random_states_R.pkl``, ``sampler.bin``...);
+* ``deepspeed``: a ``global_stepN/`` folder (``mp_rank_XX_model_states.pt``,
+  ``*_optim_states.pt``), or its parent holding ``latest``;
+* ``dcp``: a ``torch.distributed.checkpoint`` folder (``.metadata`` plus ``*.distcp``);
+* ``lightning``: a Lightning ``.ckpt`` file;
+* ``torch``: any other ``torch.save`` / pickle file (``.pt``, ``.pth``, ``.bin``, ``.pkl``,
+  ``.tar``);
+* ``safetensors``: a lone ``.safetensors`` file (weights only).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+
+class Layout(str, Enum):
+    """The checkpoint layouts autopsy knows."""
+
+    HF_TRAINER = "hf_trainer"
+    ACCELERATE = "accelerate"
+    DEEPSPEED = "deepspeed"
+    DCP = "dcp"
+    LIGHTNING = "lightning"
+    TORCH = "torch"
+    SAFETENSORS = "safetensors"
+
+
+HF_MARKERS: frozenset[str] = frozenset({
+    "trainer_state.json", "optimizer.pt", "scheduler.pt", "scaler.pt", "rng_state.pth",
+    "training_args.bin",
+})
+ACCEL_MARKERS: frozenset[str] = frozenset({
+    "optimizer.bin", "scheduler.bin", "sampler.bin", "dl_state_dict.bin",
+})
+WEIGHT_NAMES: frozenset[str] = frozenset({
+    "model.safetensors", "pytorch_model.bin", "adapter_model.safetensors", "adapter_model.bin",
+    "model.safetensors.index.json", "pytorch_model.bin.index.json",
+})
+TORCH_SUFFIXES: tuple[str, ...] = (".pt", ".pth", ".bin", ".pkl", ".tar", ".ckpt", ".pickle")
+
+_HF_DIR = re.compile(r"^checkpoint-(\d+)$")
+_DS_DIR = re.compile(r"^global_step(\d+)$")
+_NUMBER = re.compile(r"(\d+)")
+_STEP_IN_NAME = re.compile(r"(?:step|iter|iteration|global_step)[=_-]?(\d+)", re.IGNORECASE)
+_RNG_FILE = re.compile(r"^(?:rng_state(?:_\d+)?\.pth|random_states_\d+\.pkl)$")
+
+#: How deep below the given folder checkpoints are searched for.
+MAX_DEPTH = 4
+#: Entries listed per folder at most (a folder of millions of files is not a run dir).
+MAX_ENTRIES = 20_000
+
+
+@dataclass(frozen=True)
+class CheckpointRef:
+    """One checkpoint found: where, which layout, and the step its name says."""
+
+    path: Path
+    layout: Layout
+    step: int | None
+    mtime: float = 0.0
+
+    @property
+    def order(self) -> tuple[int, int, float, str]:
+        """Sort key, oldest first: named step, then modification time, then name."""
+        has = 1 if self.step is not None else 0
+        return (has, self.step if self.step is not None else -1, self.mtime, self.path.name)
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        with os.scandir(folder) as it:
+            out = []
+            for entry in it:
+                out.append(entry.name)
+                if len(out) >= MAX_ENTRIES:
+                    break
+            return out
+    except OSError:
+        return []
+
+
+def step_from_name(name: str) -> int | None:
+    """The step a checkpoint's name carries (``checkpoint-500``, ``global_step500``,
+    ``epoch=2-step=300.ckpt``, ``ckpt_1000.pt``), or None."""
+    for pattern in (_HF_DIR, _DS_DIR):
+        m = pattern.match(name)
+        if m:
+            return int(m.group(1))
+    m = _STEP_IN_NAME.search(name)
+    if m:
+        return int(m.group(1))
+    stem = name.split(".")[0]
+    numbers = _NUMBER.findall(stem)
+    return int(numbers[-1]) if numbers else None
+
+
+def _head(path: Path, n: int = 8) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(n)
+    except OSError:
+        return b""
+
+
+def detect_file(path: Path) -> Layout | None:
+    """The layout of a single checkpoint file, by name and first bytes."""
+    name = path.name.lower()
+    if name.endswith(".safetensors"):
+        return Layout.SAFETENSORS
+    if name.endswith(".ckpt"):
+        return Layout.LIGHTNING
+    if name.endswith(TORCH_SUFFIXES):
+        return Layout.TORCH
+    head = _head(path)
+    if head.startswith(b"PK\x03\x04") or head[:1] == b"\x80":
+        return Layout.TORCH
+    return None
+
+
+def detect_dir(folder: Path) -> Layout | None:
+    """The layout of a checkpoint folder, or None when it is not one (a run dir, say)."""
+    names = set(_names(folder))
+    if ".metadata" in names and any(n.endswith(".distcp") for n in names):
+        return Layout.DCP
+    if _DS_DIR.match(folder.name) and any(n.endswith(("model_states.pt", "optim_states.pt"))
+                                         for n in names):
+        return Layout.DEEPSPEED
+    has_hf_sub = any(_HF_DIR.match(n) for n in names)
+    if "trainer_state.json" in names and (_HF_DIR.match(folder.name) or not has_hf_sub):
+        return Layout.HF_TRAINER
+    if has_hf_sub:
+        return None
+    if names & ACCEL_MARKERS or any(n.startswith("random_states_") for n in names):
+        return Layout.ACCELERATE
+    if _HF_DIR.match(folder.name) and (names & (HF_MARKERS | WEIGHT_NAMES)
+                                       or any(_RNG_FILE.match(n) for n in names)
+                                       or any(_DS_DIR.match(n) for n in names)):
+        return Layout.HF_TRAINER
+    if "latest" in names and any(_DS_DIR.match(n) for n in names):
+        return Layout.DEEPSPEED
+    if names & HF_MARKERS and not any(n.startswith("checkpoint") for n in names):
+        return Layout.HF_TRAINER
+    return None
+
+
+def detect(path: Path) -> Layout | None:
+    """The layout of ``path`` (a file or a folder), or None."""
+    return detect_dir(path) if path.is_dir() else detect_file(path)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _ref(path: Path, layout: Layout) -> CheckpointRef:
+    return CheckpointRef(path, layout, step_from_name(path.name), _mtime(path))
+
+
+def read_latest_tag(folder: Path) -> str | None:
+    """The tag in a DeepSpeed ``latest`` file (``global_step500``), or None."""
+    try:
+        with open(folder / "latest", "rb") as fh:
+            text = fh.read(256).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def find_checkpoints(root: Path) -> list[CheckpointRef]:
+    """Every checkpoint at or under ``root``, oldest first.
+
+    ``root`` itself is one when it is a checkpoint file or folder. Otherwise its
+    folders are searched (``MAX_DEPTH`` levels, symlinked folders once) and loose
+    checkpoint files are taken in folders that are not checkpoints themselves.
+    Weights-only files beside ``checkpoint-N/`` folders (the final model an HF
+    output dir holds) are not checkpoints a resume would pick, and are skipped.
+    """
+    if root.is_file():
+        layout = detect_file(root)
+        return [_ref(root, layout)] if layout is not None else []
+    layout = detect_dir(root)
+    if layout is not None and not (layout is Layout.DEEPSPEED and (root / "latest").exists()):
+        return [_ref(root, layout)]
+    found: list[CheckpointRef] = []
+    seen: set[tuple[int, int]] = set()
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            st = folder.stat()
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        names = sorted(_names(folder))
+        has_sub_ckpt = any(_HF_DIR.match(n) or _DS_DIR.match(n) for n in names)
+        for name in names:
+            child = folder / name
+            if name.startswith(".") or name in ("__pycache__", "runs", "wandb", "logs"):
+                continue
+            if child.is_dir():
+                sub = detect_dir(child)
+                if sub is Layout.DEEPSPEED and (child / "latest").exists():
+                    stack.append((child, depth + 1))
+                elif sub is not None:
+                    found.append(_ref(child, sub))
+                elif depth + 1 < MAX_DEPTH:
+                    stack.append((child, depth + 1))
+            elif not has_sub_ckpt:
+                kind = detect_file(child) if _is_ckpt_file_name(name) else None
+                if kind is not None:
+                    found.append(_ref(child, kind))
+    return sorted(found, key=lambda r: r.order)
+
+
+def _is_ckpt_file_name(name: str) -> bool:
+    low = name.lower()
+    if low in ("training_args.bin",) or low.endswith(".index.json"):
+        return False
+    return low.endswith((".safetensors", *TORCH_SUFFIXES))
+
+
+def pick_newest(refs: list[CheckpointRef], root: Path) -> CheckpointRef:
+    """The checkpoint a resume would pick: DeepSpeed's ``latest`` tag when the folder has
+    one, else the highest step in the name (as ``get_last_checkpoint``), else the newest file.
+    """
+    tag = read_latest_tag(root) if root.is_dir() else None
+    if tag is not None:
+        for ref in refs:
+            if ref.path.name == tag and ref.path.parent == root:
+                return ref
+    return max(refs, key=lambda r: r.order)
