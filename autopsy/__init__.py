@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 from autopsy._version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
-    from autopsy.api import diagnose, load_run, load_settings
+    from autopsy.api import audit_checkpoint, diagnose, load_run, load_settings
     from autopsy.model.run import Run
 
-__all__ = ["Run", "__version__", "diagnose", "load_run", "load_settings"]
+__all__ = ["Run", "__version__", "audit_checkpoint", "diagnose", "load_run", "load_settings"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("load_run", "diagnose", "load_settings"):
+    if name in ("load_run", "diagnose", "load_settings", "audit_checkpoint"):
         import autopsy.api
 
         return getattr(autopsy.api, name)

@@ -20,6 +20,7 @@ from autopsy.readers.discover import Discovery, discover, reader_modules
 from autopsy.readers.reconcile import align_segments
 
 if TYPE_CHECKING:  # pragma: no cover
+    from autopsy.ckpt.components import AuditReport
     from autopsy.rules.engine import Diagnosis
     from autopsy.rules.settings import Settings
 
@@ -159,3 +160,28 @@ def load_settings(
 
     return build(load_rules(), sets=sets, select=select, ignore=ignore,
                  config=None if config is None else Path(config))
+
+
+def audit_checkpoint(
+    path: str | os.PathLike[str],
+    *,
+    world_size: int | None = None,
+    scan_values: bool = False,
+) -> AuditReport:
+    """Audit a checkpoint before resuming: can a resume continue exactly?
+
+    ``path`` is a checkpoint file, a checkpoint folder, or an output/run directory
+    holding several; every checkpoint is audited and ``report.resumable`` is about
+    the one a resume would pick (the newest); ``report.newest_resumable`` names the
+    newest that is. ``world_size`` is the number of ranks you will resume with;
+    ``scan_values`` also reads every weight and optimizer moment for NaN/Inf.
+    Metadata only: nothing from the files is executed, torch is never imported.
+
+    Raises:
+        RunNotFound: ``path`` does not exist.
+        NothingReadable: no checkpoint at or under ``path`` could be read.
+        UsageError: ``world_size`` is below 1.
+    """
+    from autopsy.ckpt.audit import audit_path
+
+    return audit_path(path, world_size=world_size, scan_values=scan_values)

@@ -204,6 +204,67 @@ def ranks(paths: tuple[Path, ...], fmt: str | None, output: str | None, verbose:
     sys.exit(exitcodes.for_family(diagnosis.verdict.family.value))
 
 
+CKPT_EPILOG = ("Exit codes: 0 the picked checkpoint is resumable (an exact resume is possible); "
+               "1 it is not (the report says what a resume would lose); 2 usage error or "
+               "nothing readable.")
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS, epilog=CKPT_EPILOG)
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--world-size", type=click.IntRange(min=1), default=None, metavar="N",
+              help="The number of ranks you will resume with: checked against the files.")
+@click.option("--scan-values", is_flag=True,
+              help="Also read every weight and optimizer-moment tensor and check it for "
+                   "NaN/Inf (streams the bytes; slower).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default=None,
+              help="Output format (default: text, or from the -o extension).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the report to this file instead of stdout.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Text report: every evidence line, and the findings of every checkpoint.")
+@library_errors
+def ckpt(path: Path, world_size: int | None, scan_values: bool, fmt: str | None,
+         output: str | None, verbose: bool) -> None:
+    """Audit checkpoints before resuming: can a resume continue exactly?
+
+    PATH is a checkpoint file (.pt, .bin, .ckpt, .safetensors), a checkpoint
+    folder (checkpoint-N/, an accelerate save_state folder, global_stepN/, a
+    torch.distributed.checkpoint folder), or an output/run directory holding
+    several: every checkpoint is audited, the verdict is about the one a resume
+    would pick (the newest), and the report names the newest resumable one.
+
+    \b
+    Example:
+        autopsy ckpt runs/exp7/checkpoint-500
+        autopsy ckpt runs/exp7 --world-size 8 --format json -o audit.json
+        autopsy ckpt model.pt --scan-values
+
+    Each component (weights, optimizer, scheduler, grad_scaler, rng, data_position,
+    trainer_state, training_args) gets a status: ok, missing, inconsistent,
+    corrupt, unsafe or not_applicable. Only metadata is read: pickles through a
+    restricted unpickler that never runs anything from the file. `autopsy explain
+    CKPT002` documents a check.
+    """
+    # the audit itself, not autopsy.api: api.py imports the readers, which import pandas
+    from autopsy.ckpt.audit import audit_path
+
+    fmt = _format_from(fmt, output, ("text", "json"), "text")
+    report = audit_path(path, world_size=world_size, scan_values=scan_values)
+
+    def render(out: Any) -> None:
+        if fmt == "json":
+            from autopsy.report.ckpt_json import ckpt_report, dumps
+
+            out.write(dumps(ckpt_report(report)))
+        else:
+            from autopsy.report.ckpt_text import render_ckpt
+
+            render_ckpt(report, out, verbose=verbose)
+
+    _emit(output, render)
+    sys.exit(exitcodes.OK if report.resumable else exitcodes.FAILURE)
+
+
 @cli.command(name="rules", context_settings=CONTEXT_SETTINGS)
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
               default="text", help="Output format.")
@@ -233,12 +294,19 @@ def rules_command(fmt: str) -> None:
 @click.argument("code")
 @library_errors
 def explain(code: str) -> None:
-    """Print the documentation of one rule.
+    """Print the documentation of one rule, or of one `autopsy ckpt` check.
 
     \b
     Example:
         autopsy explain NAN001
+        autopsy explain CKPT002
     """
+    from autopsy.ckpt.checks import explain_check
+
+    text = explain_check(code)
+    if text is not None:
+        click.echo(text, nl=False)
+        return
     from autopsy.rules.catalogue import explain_text
     from autopsy.rules.registry import load_rules
 
@@ -246,7 +314,8 @@ def explain(code: str) -> None:
     spec = registry.get(code.strip().upper()) or next(
         (s for s in registry.values() if s.name == code.strip()), None)
     if spec is None:
-        _fail(f"unknown rule {code!r}; `autopsy rules` lists them")
+        _fail(f"unknown rule {code!r}; `autopsy rules` lists them (checkpoint checks: "
+              "CKPT001..CKPT031, see docs/ckpt.md)")
     click.echo(explain_text(spec), nl=False)
 
 
