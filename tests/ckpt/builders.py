@@ -31,7 +31,7 @@ import sys
 import types
 import zipfile
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -328,8 +328,12 @@ def _stateful_loader(dataset: Any, batch_size: int, seed: int) -> Any | None:
                               generator=torch.Generator().manual_seed(seed))
 
 
+#: called after every step with the 1-based step and its loss, grad_norm and learning_rate
+StepLog = Callable[[int, dict[str, float]], None]
+
+
 def _train_plain(steps: int, *, seed: int = 0, stateful: bool = False,
-                 scaler: bool = True) -> _Loop:
+                 scaler: bool = True, log: StepLog | None = None) -> _Loop:
     """Train :func:`tiny_mlp` for ``steps`` steps: AdamW, warm-up + linear, clip 1.0.
 
     With ``scaler`` a real ``torch.amp.GradScaler("cpu")`` scales the loss (fp16 autocast is
@@ -351,19 +355,22 @@ def _train_plain(steps: int, *, seed: int = 0, stateful: bool = False,
     while step < steps:
         for x, y in loader:
             loss = torch.nn.functional.cross_entropy(model(x), y)
+            lr = optimizer.param_groups[0]["lr"]
             if grad_scaler is not None:
                 grad_scaler.scale(loss).backward()
                 grad_scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 grad_scaler.step(optimizer)
                 grad_scaler.update()
             else:
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
             scheduler.step()
             optimizer.zero_grad()
             step += 1
+            if log is not None:
+                log(step, {"loss": float(loss), "grad_norm": float(norm), "learning_rate": lr})
             if step == steps:
                 break
         else:
@@ -407,7 +414,7 @@ def stateful_loader_state(loop_steps: int = 3) -> dict[str, Any]:
 def plain_checkpoint(
     out: Path, *, steps: int = 4, data_state: str | None = "stateful",
     model_key: str = "model", scheduler_key: str = "scheduler", scaler: bool = True,
-    name: str = "checkpoint.pt",
+    name: str = "checkpoint.pt", log: StepLog | None = None,
 ) -> Built:
     """``torch.save`` of a plain training loop's state into ``out/name``.
 
@@ -421,7 +428,7 @@ def plain_checkpoint(
     import numpy as np
     import torch
 
-    loop = _train_plain(steps, stateful=data_state == "stateful", scaler=scaler)
+    loop = _train_plain(steps, stateful=data_state == "stateful", scaler=scaler, log=log)
     state: dict[str, Any] = {
         model_key: loop.model.state_dict(),
         "optimizer": loop.optimizer.state_dict(),
@@ -460,7 +467,8 @@ def safetensors_weights(out: Path, *, name: str = "model.safetensors") -> Built:
                  detail={"tensors": sorted(sd)})
 
 
-def accelerate_state(out: Path, *, steps: int = 4, stateful: bool = True) -> Built:
+def accelerate_state(out: Path, *, steps: int = 4, stateful: bool = True,
+                     log: StepLog | None = None) -> Built:
     """``Accelerator().save_state(out)`` after ``steps`` steps of a prepared loop.
 
     Writes model.safetensors, optimizer.bin, scheduler.bin, random_states_0.pkl and, with
@@ -486,11 +494,15 @@ def accelerate_state(out: Path, *, steps: int = 4, stateful: bool = True) -> Bui
     step = 0
     for x, y in loader:
         loss = torch.nn.functional.cross_entropy(model(x), y)
+        lr = optimizer.param_groups[0]["lr"]
         accelerator.backward(loss)
+        norm = accelerator.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
         step += 1
+        if log is not None:
+            log(step, {"loss": float(loss), "grad_norm": float(norm), "learning_rate": lr})
         if step == steps:
             break
     out.mkdir(parents=True, exist_ok=True)
