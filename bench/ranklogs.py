@@ -18,7 +18,11 @@ as the OOM culprit and that every planted failure is among the reader's events
 peak RSS (VmHWM of the main process and of each worker, polled from ``/proc``).
 The figures go into ``docs/performance.md`` under ``## Rank logs``.
 
-Usage: ``python bench/ranklogs.py [--runs 3] [--no-write] [--regen]``
+``--ranks N`` makes a set of N rank logs instead (in ``bench/out/ranklogs_N/``, the
+last two ranks silent, written under ``## Rank logs, N ranks``): the same per-rank size,
+so the total grows with N, to show the memory does not.
+
+Usage: ``python bench/ranklogs.py [--runs 3] [--no-write] [--regen] [--ranks 64]``
 """
 
 from __future__ import annotations
@@ -162,7 +166,7 @@ def _launcher_lines() -> tuple[list[str], int]:
 def _write_rank(rank: int) -> list[dict[str, Any]]:
     """Write one rank's log; return the planted failures (source, line, kind)."""
     rng = random.Random(rank)
-    path = OUT / f"rank{rank:02d}.log"
+    path = OUT / f"rank{rank:0{len(str(N_RANKS - 1))}d}.log"
     planted: list[dict[str, Any]] = []
     hf = rank % 2 == 0
     total = 100_000
@@ -219,12 +223,24 @@ def _write_rank(rank: int) -> list[dict[str, Any]]:
     return planted
 
 
+def _use_ranks(n: int) -> None:
+    """Make and read a set of ``n`` rank logs in their own folder (the last two silent)."""
+    global N_RANKS, OUT, MANIFEST, SILENT
+    if n <= max(OOM_RANK, 2):
+        raise SystemExit(f"--ranks must be more than {OOM_RANK}")
+    N_RANKS = n
+    OUT = ROOT / "bench" / "out" / f"ranklogs_{n}"
+    MANIFEST = OUT / "manifest.json"
+    SILENT = (n - 2, n - 1)
+
+
 def generate(regen: bool) -> list[dict[str, Any]]:
     """Write the file set (unless cached); return the planted failures."""
     if not regen and MANIFEST.exists():
         doc = json.loads(MANIFEST.read_text())
         if doc.get("version") == VERSION and all(
-                (OUT / f"rank{r:02d}.log").exists() for r in range(N_RANKS)):
+                (OUT / f"rank{r:0{len(str(N_RANKS - 1))}d}.log").exists()
+                for r in range(N_RANKS)):
             return doc["planted"]
     if OUT.exists():
         shutil.rmtree(OUT)
@@ -361,6 +377,7 @@ rank_status(run)
 out['diagnose'] = hwm()
 out['scalars'] = len(run.scalars)
 out['scalars_mb'] = float(run.scalars.memory_usage(deep=True).sum()) / 2**20
+out['thinned'] = sum(p.count or 0 for p in run.problems if p.kind == 'thinned')
 print(json.dumps(out))
 """
 
@@ -391,10 +408,16 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--regen", action="store_true")
+    ap.add_argument("--ranks", type=int, default=N_RANKS,
+                    help="rank logs to make (default %(default)s; others go to their own folder)")
     ap.add_argument("--skip-check", action="store_true")
     ap.add_argument("--fallback-runs", type=int, default=1,
                     help="runs of autopsy with the other search engines (0: none)")
     args = ap.parse_args()
+    heading = HEADING
+    if args.ranks != N_RANKS:
+        _use_ranks(args.ranks)
+        heading = f"{HEADING}, {args.ranks} ranks"
 
     planted = generate(args.regen)
     files = [str(p) for p in log_files()]
@@ -455,7 +478,8 @@ def main() -> None:
         stages_line = (
             f"- where the main process's peak comes from (one fresh interpreter, VmHWM after "
             f"each step): imports {st['imports']['VmHWM']:.0f} MB; reading the logs "
-            f"{st['read']['VmHWM']:.0f} MB (the scalars frame: {st['scalars']:,} points, "
+            f"{st['read']['VmHWM']:.0f} MB (the scalars frame: {st['scalars']:,} points "
+            f"kept of {st['scalars'] + st['thinned']:,} read, "
             f"{st['scalars_mb']:.0f} MB); rules and rank status "
             f"{st['diagnose']['VmHWM']:.0f} MB\n")
         print(stages_line.strip())
@@ -495,7 +519,7 @@ def main() -> None:
             f"- Machine: {os.cpu_count()} cores, {platform.machine()}, "
             f"{platform.python_implementation()} {platform.python_version()}, "
             f"{_grep_version()}, LANG={os.environ.get('LANG', '')}\n")
-        update_section(DOC, HEADING, body)
+        update_section(DOC, heading, body)
     if not ok:
         raise SystemExit("check failed: " + ("wrong culprit" if culprit != OOM_RANK else
                                              f"{len(missing)} planted failures missing"))
