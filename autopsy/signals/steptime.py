@@ -354,3 +354,29 @@ def run_average_step_time(run: Run) -> float | None:
     values = s.to_numpy(dtype="float64")
     values = values[np.isfinite(values) & (values > 0)]
     return float(1.0 / values[-1]) if values.size else None
+
+
+def arrival_lags(run: Run) -> pd.DataFrame:
+    """How late each rank logs each step, against the others: one row per step, one column
+    per rank, in seconds (``stamp - median of the other ranks' stamps``).
+
+    Only steps every rank logged are kept; a step logged in two segments counts with its
+    later segment. Empty with fewer than two ranks. In a job whose ranks synchronise
+    every step, a rank that logs *before* the collective and is consistently late is the
+    one the others wait for; ranks that log after it show lags near zero.
+    """
+    walls = step_walls(run)
+    walls = walls[walls["rank"] >= 0]
+    if walls.empty or walls["rank"].nunique() < 2:
+        return pd.DataFrame()
+    walls = walls.sort_values(["rank", "step", "segment"]).drop_duplicates(
+        ["rank", "step"], keep="last")
+    wide = walls.pivot(index="step", columns="rank", values="wall_time").dropna()
+    if wide.empty:
+        return wide
+    values = wide.to_numpy(dtype="float64")
+    lags = np.empty_like(values)
+    for j in range(values.shape[1]):
+        others = np.delete(values, j, axis=1)
+        lags[:, j] = values[:, j] - np.median(others, axis=1)
+    return pd.DataFrame(lags, index=wide.index, columns=[int(c) for c in wide.columns])

@@ -1,0 +1,62 @@
+"""What the slow rules share: the first logged step, number formatting, timing evidence."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from autopsy.model.finding import Evidence
+from autopsy.model.run import Run
+from autopsy.signals.steptime import StepTimes, StepTimeStats
+
+#: Threshold shared by every slow rule: steps left out at the start of each segment.
+SKIP_FIRST = 1
+
+
+def seconds(value: float) -> str:
+    """``0.0715 s``, ``1.2 ms``, ``3.4 min``: a duration, readably."""
+    if not math.isfinite(value):
+        return str(value)
+    if abs(value) < 0.01:
+        return f"{value * 1000:.2g} ms" if abs(value) < 0.001 else f"{value * 1000:.1f} ms"
+    if abs(value) < 120:
+        return f"{value:.3g} s"
+    return f"{value / 60:.1f} min"
+
+
+def first_step(run: Run, rank: int | None = None) -> int | None:
+    """The first step the run (or ``rank``) logged anything at."""
+    df = run.scalars
+    if df.empty:
+        return None
+    steps = df["step"]
+    if rank is not None:
+        steps = steps[(df["rank"] == rank).to_numpy(dtype=bool, na_value=False)]
+    return int(steps.min()) if len(steps) else None
+
+
+def times_evidence(times: StepTimes, stats: StepTimeStats, what: str = "step time") -> Evidence:
+    """The step-time summary as evidence: median, spread, points, where from."""
+    who = f"rank {times.rank}: " if times.rank is not None else ""
+    origin = {"wall_time": "wall time between logged steps", "step_time": "the step_time tag",
+              "step_time_ms": "the step_time_ms tag"}.get(times.origin, times.origin)
+    idx = times.seconds.index
+    return Evidence(
+        summary=f"{who}{what} median {seconds(stats.median)} (robust spread "
+                f"{seconds(stats.spread)}) over {stats.n} steps, from {origin}"
+                + (f"; first step(s) {list(times.dropped)[:3]} left out as warm-up"
+                   if times.dropped else ""),
+        source=times.source, tag=None if times.origin == "wall_time" else times.origin,
+        steps=(int(idx.min()), int(idx.max())) if len(idx) else None,
+        numbers={"median_s": round(stats.median, 6), "spread_s": round(stats.spread, 6),
+                 "points": stats.n},
+    )
+
+
+def median(s: pd.Series) -> float:
+    """The median of the finite values of ``s`` (NaN when none)."""
+    v = s.to_numpy(dtype="float64")
+    v = v[np.isfinite(v)]
+    return float(np.median(v)) if v.size else math.nan
