@@ -1,0 +1,106 @@
+"""SLOW004: steps get slower and slower over the run."""
+
+from __future__ import annotations
+
+import math
+
+from autopsy.model.finding import Evidence, Family, Finding, Severity
+from autopsy.model.run import Run
+from autopsy.rules.context import RuleContext
+from autopsy.rules.registry import rule
+from autopsy.rules.slow._slow import SKIP_FIRST, seconds
+from autopsy.rules.slow._stalls import STALL_THRESHOLDS, run_stalls
+from autopsy.signals.steptime import step_times, summarize
+
+
+@rule(
+    code="SLOW004",
+    name="slowing-down",
+    family=Family.SLOW,
+    causes=("slowing_down",),
+    thresholds={"rel_change": 0.5, "warn_rel_change": 0.25, "min_increase_s": 0.005,
+                "min_lost_s": 10.0,
+                "min_points": 10, "skip_first": SKIP_FIRST,
+                **{k: v for k, v in STALL_THRESHOLDS.items()
+                   if k in ("ratio", "min_extra_s", "min_score", "min_count")}},
+)
+def slowing_down(run: Run, ctx: RuleContext) -> Finding | None:
+    """Steps get slower over the run.
+
+    What happened:
+        A Theil–Sen line fitted to the step times (stalls left out: SLOW003 and
+        SLOW006 own them; the first ``skip_first`` steps of each segment too) rises:
+        its 95% confidence interval is above zero and the fitted step time at the
+        end is at least ``rel_change`` above the fitted time at the start (an error;
+        ``warn_rel_change``: a warning) and at least ``min_increase_s`` seconds
+        longer, and the slowdown cost at least ``min_lost_s`` seconds in all (the
+        time above the start's pace: a tiny run whose 4 ms steps wander to 14 ms on
+        a busy host is noise, not a finding). At least ``min_points`` step times are
+        needed.
+
+    Why it happens:
+        Something grows with the number of steps: a Python list that keeps tensors
+        (``losses.append(loss)`` keeps each step's graph alive: use ``loss.item()``),
+        a cache or metric buffer that is never cleared, memory pressure that ends in
+        swapping or allocator churn, recompilation on new shapes
+        (``torch.compile`` with dynamic sequence lengths), a curriculum that
+        lengthens sequences, a GPU that heats up and throttles, a dataset whose
+        later shards are slower to read.
+
+    How to fix:
+        Log ``.item()`` values and clear accumulators; watch host and GPU memory over
+        the run (a rising line means a leak); pad or bucket sequence lengths, mark
+        dynamic dimensions for ``torch.compile``; check GPU clocks and temperature
+        (``nvidia-smi -q -d PERFORMANCE``).
+
+    Evidence shown:
+        The fitted step time at the start and the end, the slope and its
+        confidence interval, and the step from which the run was noticeably slower.
+    """
+    skip = int(ctx["skip_first"])
+    times = step_times(run, skip_first=skip)
+    if times is None or len(times.seconds) < int(ctx["min_points"]):
+        return None
+    stalls = run_stalls(run, ctx)
+    stats = summarize(times.seconds, exclude=stalls.stalls.steps if stalls else ())
+    if stats is None or stats.trend is None or stats.n < int(ctx["min_points"]):
+        return None
+    tr = stats.trend
+    if not (tr.low > 0) or not math.isfinite(tr.rel_change) or tr.start <= 0:
+        return None
+    if tr.rel_change < ctx["warn_rel_change"] or tr.end - tr.start < ctx["min_increase_s"]:
+        return None
+    idx = times.seconds.index
+    steps = idx.to_numpy(dtype="float64")
+    fitted = tr.intercept + tr.slope * steps
+    lost = float(((fitted - tr.start).clip(min=0) * times.gaps.to_numpy()).sum())
+    if lost < ctx["min_lost_s"]:
+        return None
+    severity = Severity.ERROR if tr.rel_change >= ctx["rel_change"] else Severity.WARNING
+    target = tr.start * (1 + float(ctx["warn_rel_change"]))
+    cross = (target - tr.intercept) / tr.slope
+    later = [int(s) for s in idx if s >= cross]
+    step = later[0] if later else int(idx[-1])
+    first, last = int(idx.min()), int(idx.max())
+    return ctx.finding(
+        message=f"Steps get slower over the run: {seconds(tr.start)} per step at step {first}, "
+                f"{seconds(tr.end)} at step {last} (+{tr.rel_change:.0%}), "
+                f"about {seconds(lost)} lost against the starting pace; noticeably slower "
+                f"from step {step}.",
+        severity=severity, confidence=0.75 if severity is Severity.ERROR else 0.55,
+        cause="slowing_down", step=step,
+        evidence=[Evidence(
+            summary=f"Theil-Sen fit of the step time: {seconds(tr.start)} at step {first} "
+                    f"-> {seconds(tr.end)} at step {last}; slope {tr.slope * 1000:.3g} ms per "
+                    f"step (95% CI {tr.low * 1000:.3g}..{tr.high * 1000:.3g}), median "
+                    f"{seconds(stats.median)} over {stats.n} steps",
+            source=times.source, steps=(first, last),
+            numbers={"start_s": round(tr.start, 6), "end_s": round(tr.end, 6),
+                     "rel_change": round(tr.rel_change, 4), "slope_s": tr.slope,
+                     "lost_s": round(lost, 3)})],
+        advice=["log loss.item() rather than the tensor; clear metric buffers and caches",
+                "watch host and GPU memory across the run: a steady rise is a leak",
+                "pad or bucket sequence lengths; with torch.compile mark dynamic dimensions "
+                "to stop recompiling",
+                "check GPU clocks and temperature (nvidia-smi -q -d PERFORMANCE,TEMPERATURE)"],
+    )
