@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from autopsy.errors import RunNotFound
 from autopsy.model.config import RunConfig
@@ -116,15 +116,47 @@ def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) ->
         follower_sources=[s.path for s in sources if s.reader == "trainer_state"],
         leader_sources=[s.path for s in sources if s.reader == "tensorboard"],
     )
+    checkpoints = _audit_checkpoints(root, problems) if len(starts) == 1 else []
     return Run(
         root=root,
         scalars=scalars,
         events=events,
         config=config,
+        checkpoints=checkpoints,
         problems=problems,
         sources=sorted(sources, key=lambda s: s.path),
         unread=[found.rel(p) for p in found.unread],
     )
+
+
+def _audit_checkpoints(root: Path, problems: list[Problem]) -> list[Any]:
+    """The audit of every checkpoint under ``root`` (metadata only), for the resume rules.
+
+    Oldest first; the last is the one a resume would pick. The root of an HF output dir
+    that holds only the final ``save_model`` (no ``checkpoint-N/``) is not a checkpoint
+    a resume uses, and is left out. A failure of the audit is a problem, never a crash.
+    """
+    if not root.is_dir():
+        return []
+    from autopsy.ckpt.audit import audit_path
+    from autopsy.ckpt.layouts import Layout
+    from autopsy.errors import NothingReadable
+
+    try:
+        report = audit_path(root)
+    except NothingReadable:
+        return []
+    except Exception as exc:  # the audit must degrade the report, never crash it
+        problems.append(Problem(".", f"checkpoint audit failed: {type(exc).__name__}: {exc}",
+                                kind="reader_error"))
+        return []
+    audits = [a for a in report.checkpoints
+              if not (Path(a.path) == root and a.layout == Layout.HF_TRAINER.value
+                      and not root.name.startswith("checkpoint-"))]
+    picked = report.picked
+    if picked in audits:
+        audits = [a for a in audits if a is not picked] + [picked]
+    return audits
 
 
 def is_empty(run: Run) -> bool:

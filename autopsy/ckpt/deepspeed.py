@@ -48,7 +48,9 @@ def gather_optimizer(parts: Parts, folder: Path) -> dict[str, Any] | None:
         if first is None and isinstance(obj, dict):
             first = obj
             inner = unwrap(obj.get("optimizer_state_dict"))
-            opt.value = inner if isinstance(inner, dict) else obj
+            base = unwrap(inner.get("base_optimizer_state")) if isinstance(inner, dict) else None
+            opt.value = base if isinstance(base, dict) else inner if isinstance(inner, dict) \
+                else obj
             opt.where = f"{folder.name}/{name}"
     if ranks:
         opt.present = True

@@ -13,7 +13,8 @@ unpickled here. Layouts:
 * ``lightning``: a Lightning ``.ckpt`` file;
 * ``torch``: any other ``torch.save`` / pickle file (``.pt``, ``.pth``, ``.bin``, ``.pkl``,
   ``.tar``);
-* ``safetensors``: a lone ``.safetensors`` file (weights only).
+* ``safetensors``: a lone ``.safetensors`` file, or a weights-only folder (``save_pretrained``
+  output, sharded with its index, or a LoRA adapter): weights only.
 """
 
 from __future__ import annotations
@@ -152,6 +153,9 @@ def detect_dir(folder: Path) -> Layout | None:
         return Layout.DEEPSPEED
     if names & HF_MARKERS and not any(n.startswith("checkpoint") for n in names):
         return Layout.HF_TRAINER
+    if names & WEIGHT_NAMES and not any(n.startswith(("checkpoint", "global_step"))
+                                        for n in names):
+        return Layout.SAFETENSORS  # a weights-only folder (save_pretrained, a LoRA adapter)
     return None
 
 
@@ -229,9 +233,12 @@ def find_checkpoints(root: Path) -> list[CheckpointRef]:
     return sorted(found, key=lambda r: r.order)
 
 
+_SHARD = re.compile(r"-\d{5}-of-\d{5}\.")
+
+
 def _is_ckpt_file_name(name: str) -> bool:
     low = name.lower()
-    if low in ("training_args.bin",) or low.endswith(".index.json"):
+    if low in ("training_args.bin",) or low.endswith(".index.json") or _SHARD.search(low):
         return False
     return low.endswith((".safetensors", *TORCH_SUFFIXES))
 

@@ -56,7 +56,13 @@ def _has_stateful_loader(obj: Any, depth: int = 0) -> str | None:
 
 
 def gather_safetensors(parts: Parts, path: Path) -> None:
-    """A lone safetensors file: weights only."""
+    """A lone safetensors file, or a weights-only folder: weights only."""
+    if path.is_dir():
+        from autopsy.ckpt.weights import read_folder_weights
+
+        read_folder_weights(parts, path)
+        _weights_only(parts, "a weights-only folder (save_pretrained / adapter)")
+        return
     loaded = parts.reader.read(path)
     weights = parts.slot(Part.WEIGHTS)
     weights.files.append(loaded)
@@ -70,7 +76,7 @@ def _weights_only(parts: Parts, why: str) -> None:
     for part, what in ((Part.OPTIMIZER, "the optimizer (Adam's moments)"),
                        (Part.SCHEDULER, "the LR schedule (warmup again)")):
         slot = parts.slot(part)
-        slot.expected = [f"a {part.value} state in the same save"]
+        slot.expected = []
         slot.effect = WEIGHTS_ONLY.format(what=what)
         slot.notes.append(why)
     parts.slot(Part.GRAD_SCALER).not_applicable = "nothing says the run used fp16"

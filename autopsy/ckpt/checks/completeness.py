@@ -76,14 +76,16 @@ def check(judge: Judge, requested_world_size: int | None = None) -> int | None:
         if not scaler.present:
             scaler.not_applicable = ""
             judge.note(Part.GRAD_SCALER, "the run used fp16 (training args)")
+    _scheduler_used(judge)
     for part, code in MISSING_CODE.items():
         slot = parts.slot(part)
         if part is Part.RNG or slot.present or slot.not_applicable:
             continue
         judge.mark(part, Status.MISSING)
         severity = Severity.ERROR if slot.required else Severity.WARNING
-        expected = ", ".join(slot.expected) or part.value
-        message = f"no {part.value.replace('_', ' ')} state ({expected})"
+        message = f"no {part.value.replace('_', ' ')} state"
+        if slot.expected:
+            message += f" (looked for {', '.join(slot.expected)})"
         if slot.effect:
             message += f": {slot.effect}"
         judge.fail(code, message, severity=severity,
@@ -124,3 +126,19 @@ def _rng(judge: Judge, saved: int | None, requested: int | None) -> None:
         judge.mark(Part.RNG, Status.MISSING)
         judge.fail("CKPT005", f"no RNG state: {slot.effect}", severity=Severity.WARNING,
                    advice=[ADVICE[Part.RNG]])
+
+
+def _scheduler_used(judge: Judge) -> None:
+    """No scheduler saved and none attached: ``not_applicable``, not ``missing``.
+
+    An LR scheduler writes ``initial_lr`` into every param group of its optimizer, so
+    an optimizer state without it shows that the run had no scheduler to save.
+    """
+    parts = judge.parts
+    sched, opt = parts.slot(Part.SCHEDULER), parts.slot(Part.OPTIMIZER)
+    if sched.present or not opt.present or not isinstance(opt.value, dict):
+        return
+    groups = [g for g in (opt.value.get("param_groups") or []) if isinstance(g, dict)]
+    if groups and not any("initial_lr" in g for g in groups):
+        sched.not_applicable = ("no scheduler was attached: the optimizer's param groups have "
+                                "no initial_lr (an LR scheduler sets it)")

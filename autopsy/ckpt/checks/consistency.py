@@ -69,6 +69,23 @@ def _accepts(count: int, gs: int, accum: int | None, fp16: bool | None,
     return bool(fp16) and count <= gs
 
 
+def _keeps_state(groups: list[Any]) -> bool:
+    """Whether the optimizer keeps per-parameter state once it has stepped.
+
+    Adam-like (``betas``), RMSprop (``alpha``), Adagrad (``initial_accumulator_value``) and
+    SGD with momentum do; plain SGD (``momentum`` 0) keeps none.
+    """
+    for g in groups:
+        if not isinstance(g, dict):
+            continue
+        if any(k in g for k in ("betas", "alpha", "initial_accumulator_value")):
+            return True
+        momentum = g.get("momentum")
+        if isinstance(momentum, (int, float)) and momentum:
+            return True
+    return False
+
+
 def _optimizer(judge: Judge, optimizer: dict[str, Any], gs: int | None,
                gs_src: str) -> int | None:
     parts = judge.parts
@@ -83,7 +100,7 @@ def _optimizer(judge: Judge, optimizer: dict[str, Any], gs: int | None,
     with_state = [p for p in params if p in state]
     judge.note(Part.OPTIMIZER, f"{len(groups)} param group(s), {len(params)} parameter(s), "
                                f"{len(with_state)} with state")
-    if params and not with_state and (gs or 0) > 0:
+    if params and not with_state and (gs or 0) > 0 and _keeps_state(groups):
         what = (f"none of the {len(params)} parameters has optimizer state, though "
                 f"{gs_src} is {gs}")
         judge.mark(Part.OPTIMIZER, Status.INCONSISTENT, what)
