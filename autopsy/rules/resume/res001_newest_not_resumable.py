@@ -16,7 +16,6 @@ from autopsy.rules.resume._audits import (
     picked,
 )
 
-
 #: Components whose loss changes the training itself (not only its reproducibility).
 CORE = frozenset({"weights", "optimizer", "scheduler", "trainer_state"})
 
