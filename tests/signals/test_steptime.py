@@ -30,7 +30,8 @@ def _run(frames: list[pd.DataFrame], config: dict[str, object] | None = None) ->
 
 
 def _clock(secs: list[float] | np.ndarray, *, steps: list[int] | None = None,
-           rank: int | None = None, segment: int = 0, start: float = T0, source: str = "ev") -> pd.DataFrame:
+           rank: int | None = None, segment: int = 0, start: float = T0,
+           source: str = "ev") -> pd.DataFrame:
     ends = start + np.cumsum(np.asarray(secs, dtype="float64"))
     st = steps if steps is not None else list(range(1, len(ends) + 1))
     return make_scalars(st, "loss", np.ones(len(st)), wall_time=ends, rank=rank, segment=segment,
