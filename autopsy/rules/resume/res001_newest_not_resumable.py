@@ -16,8 +16,8 @@ from autopsy.rules.resume._audits import (
     picked,
 )
 
-#: Components whose loss changes the training itself (not only its reproducibility).
-CORE = frozenset({"weights", "optimizer", "scheduler", "trainer_state"})
+#: Audit checks whose ranks name the culprits (RNG missing for those ranks).
+RANKED_CHECKS = frozenset({"CKPT005"})
 
 
 @rule(
@@ -53,11 +53,10 @@ def newest_not_resumable(run: Run, ctx: RuleContext) -> Finding | None:
 
     Evidence shown:
         One line per blocking component of the picked checkpoint: its status, its
-        files and the fact that decided it; the step of the checkpoint. An error
-        when the weights, the optimizer, the scheduler or the trainer state are
-        lost (or any file is corrupt or unsafe): the resumed run would train
-        differently. A warning when only reproducibility is lost (RNG, data
-        position, grad scaler).
+        files and the fact that decided it; the step of the checkpoint; the ranks
+        whose RNG state is missing. Only components the layout needs count (the
+        HF Trainer and accelerate always save RNG per rank; a plain torch.save
+        dict or DeepSpeed need not, and a missing data position is a note).
     """
     audit = picked(run)
     if audit is None or audit.resumable:
@@ -81,10 +80,11 @@ def newest_not_resumable(run: Run, ctx: RuleContext) -> Finding | None:
         message += f"; {effects[0]}"
     message += (f". The newest resumable checkpoint is {name(run, best)}." if best is not None
                 else ". No checkpoint of this run is resumable.")
-    core = any(c.name in CORE or c.status.value in ("corrupt", "unsafe") for c in comps)
+    ranks = sorted({r for f in audit.findings if f.code in RANKED_CHECKS for r in f.ranks})
     return ctx.finding(
         message=message,
-        severity=Severity.ERROR if core or not comps else Severity.WARNING,
+        severity=Severity.ERROR,
+        ranks=ranks,
         confidence=0.9,
         cause=cause,
         step=audit.step,
