@@ -22,7 +22,7 @@ from __future__ import annotations
 import collections
 import os
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from autopsy.formats.ckpterrors import CheckpointFormatError
@@ -34,8 +34,8 @@ from autopsy.formats.tensor_storage import (
     unwrap_tensor_call,
 )
 from autopsy.formats.tensorinfo import ITEMSIZE, TensorInfo
-from autopsy.formats.torchzip import read_zip_index
-from autopsy.formats.unpickle import Call, UnpickleError, danger_reason, load_torch
+from autopsy.formats.torchzip import ZipIndex, read_zip_directory, salvage_zip
+from autopsy.formats.unpickle import Call, UnpickleError, danger_reason, load_torch, scan
 from autopsy.formats.unpickle.loader import Unpickled, scan_stream
 from autopsy.formats.unpickle.torchfile import TORCH_LEGACY_MAGIC
 
@@ -87,17 +87,44 @@ def _storages(unpickled: Unpickled) -> dict[str, StorageRef]:
     return out
 
 
+def _pick_data_pkl(names: Any) -> str | None:
+    found = [n for n in names if n == "data.pkl" or n.endswith("/data.pkl")]
+    return min(found, key=lambda n: (n.count("/"), n)) if found else None
+
+
+def _pickle_from_index(fh: IO[bytes], index: ZipIndex) -> Unpickled | None:
+    """The pickle read straight from its stored member (faster than through zipfile)."""
+    name = _pick_data_pkl(index.members)
+    member = index.members.get(name) if name is not None else None
+    if member is None or member.method != 0 or member.present < member.size:
+        return None
+    if member.size > _LIMITS["max_bytes"]:
+        return None
+    fh.seek(member.data_offset)
+    raw = fh.read(member.size)
+    try:
+        unpickled = scan(raw, **_LIMITS)
+    except UnpickleError:
+        return None
+    archive = name.rsplit("/", 1)[0] if "/" in name else ""
+    return replace(unpickled, container="torch_zip", member=name, meta={"archive": archive})
+
+
 def _read_zip(fh: IO[bytes], path: str, size: int) -> tuple[Unpickled, dict[str, _Located],
                                                           list[str]]:
-    try:
-        unpickled = load_torch(path)
-    except UnpickleError as exc:
-        raise CheckpointFormatError(f"{path}: not a readable torch zip file: {exc}") from exc
+    index = read_zip_directory(fh, size)
+    unpickled = _pickle_from_index(fh, index) if index is not None else None
+    if unpickled is None:
+        try:
+            unpickled = load_torch(path)
+        except UnpickleError as exc:
+            raise CheckpointFormatError(f"{path}: not a readable torch zip file: {exc}") \
+                from exc
     storages = _storages(unpickled)
     archive = unpickled.meta.get("archive", "")
     prefix = f"{archive}/data/" if archive else "data/"
-    expected = {prefix + key: ref.nbytes for key, ref in storages.items()}
-    index = read_zip_index(fh, size, expected)
+    if index is None:
+        index = salvage_zip(fh, size, {prefix + key: ref.nbytes for key, ref in storages.items()})
     problems = list(index.problems)
     located: dict[str, _Located] = {}
     for key, ref in storages.items():

@@ -205,15 +205,29 @@ def _descriptor_length(fh: IO[bytes], at: int) -> int | None:
     return None
 
 
+def read_zip_directory(fh: IO[bytes], file_size: int) -> ZipIndex | None:
+    """Locate every member's data through the central directory; None if it is unreadable."""
+    return _from_directory(fh, file_size)
+
+
+def salvage_zip(fh: IO[bytes], file_size: int,
+                expected_sizes: Mapping[str, int] | None = None) -> ZipIndex:
+    """Locate members by walking the local headers of a zip whose directory is lost.
+
+    Members written with a data descriptor take their size from ``expected_sizes``
+    (member name -> bytes) or from the descriptor itself. A problem says the
+    directory was unreadable.
+    """
+    return _salvage(fh, file_size, expected_sizes or {})
+
+
 def read_zip_index(
     fh: IO[bytes], file_size: int, expected_sizes: Mapping[str, int] | None = None
 ) -> ZipIndex:
     """Locate every member's data in a zip file (binary ``fh`` of ``file_size`` bytes).
 
     Reads the central directory; when it is unreadable, walks the local headers
-    from the start (:attr:`ZipIndex.salvaged`, and a problem says so), taking the
-    sizes of members written with a data descriptor from ``expected_sizes``
-    (member name -> bytes) or from the descriptor itself.
+    (:func:`salvage_zip`).
     """
     index = _from_directory(fh, file_size)
     if index is not None:

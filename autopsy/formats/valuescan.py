@@ -1,7 +1,10 @@
 """Count NaN / +Inf / -Inf in tensors by streaming their bytes from the file, numpy only.
 
-Each chunk of a tensor is read into one reusable buffer and looked at as
-unsigned and signed integers of the element's width. A float is non-finite
+Each file is memory-mapped read-only; a tensor is looked at window by window
+(``chunk_bytes``), each window's pages dropped from the process after use
+(``madvise(MADV_DONTNEED)``), so memory stays bounded without copying the bytes.
+Files that cannot be mapped are read into one reusable buffer instead. The
+bytes are looked at as unsigned and signed integers of the element's width. A float is non-finite
 exactly when its exponent bits are all ones, i.e. when its bits without the sign
 are at least the threshold (``0x7F800000`` for float32); and because the bits of
 non-negative floats order like the floats, two read-only integer reductions give
@@ -15,6 +18,7 @@ only as ``0x7F``/``0xFF`` and no infinity.
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -143,23 +147,46 @@ class _Tally:
                           bits_to_float(dtype, self.top) if self.top >= 0 else None)
 
 
+#: Values per reduction block inside a window (cache-sized).
+_BLOCK_BYTES = 4 << 20
+#: Largest mapped window: larger ones cost peak RSS and gain no speed (bench/ckpt_read.py).
+MAX_WINDOW = 16 << 20
+
+
+class _Open:
+    """One open file: its handle, size and read-only map (None if it cannot be mapped)."""
+
+    def __init__(self, path: str) -> None:
+        self.fh: IO[bytes] = open(path, "rb", buffering=0)
+        self.size = os.fstat(self.fh.fileno()).st_size
+        self.map: mmap.mmap | None = None
+        if self.size:
+            try:
+                self.map = mmap.mmap(self.fh.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):
+                self.map = None
+
+    def close(self) -> None:
+        if self.map is not None:
+            self.map.close()
+        self.fh.close()
+
+
 class _Files:
     """Open files by path, kept open for the scan and closed at its end."""
 
     def __init__(self) -> None:
-        self.handles: dict[str, tuple[IO[bytes], int]] = {}
+        self.handles: dict[str, _Open] = {}
 
-    def get(self, path: str) -> tuple[IO[bytes], int]:
+    def get(self, path: str) -> _Open:
         got = self.handles.get(path)
         if got is None:
-            fh = open(path, "rb", buffering=0)
-            got = (fh, os.fstat(fh.fileno()).st_size)
-            self.handles[path] = got
+            got = self.handles[path] = _Open(path)
         return got
 
     def close(self) -> None:
-        for fh, _ in self.handles.values():
-            fh.close()
+        for handle in self.handles.values():
+            handle.close()
         self.handles.clear()
 
 
@@ -173,7 +200,42 @@ def _read_exact(fh: IO[bytes], view: memoryview) -> int:
     return got
 
 
-def _scan_one(info: TensorInfo, files: _Files, buf: bytearray) -> ValueStats:
+def _scan_mapped(mm: mmap.mmap, offset: int, nbytes: int, layout: _Layout, tally: _Tally,
+                 window: int) -> None:
+    width = np.dtype(layout.unsigned).itemsize
+    window = max(window - window % width, width)
+    block = max(_BLOCK_BYTES // width, 1)
+    done = 0
+    while done < nbytes:
+        n = min(window, nbytes - done)
+        start = offset + done
+        values = np.frombuffer(mm, layout.unsigned, n // width, start)
+        first = done // width
+        for i in range(0, len(values), block):
+            tally.add(values[i : i + block], first + i)
+        del values
+        page = start - start % mmap.PAGESIZE
+        mm.madvise(mmap.MADV_DONTNEED, page, start + n - page)
+        done += n
+
+
+def _scan_read(fh: IO[bytes], offset: int, nbytes: int, layout: _Layout, tally: _Tally,
+               buf: bytearray) -> bool:
+    width = np.dtype(layout.unsigned).itemsize
+    step = len(buf) - len(buf) % width
+    view = memoryview(buf)
+    fh.seek(offset)
+    done = 0
+    while done < nbytes:
+        n = min(step, nbytes - done)
+        if _read_exact(fh, view[:n]) < n:
+            return False
+        tally.add(np.frombuffer(buf, layout.unsigned, n // width), done // width)
+        done += n
+    return True
+
+
+def _scan_one(info: TensorInfo, files: _Files, chunk: int, buf: list[bytearray]) -> ValueStats:
     layout = LAYOUTS.get(info.dtype)
     if layout is None:
         reason = "not a floating dtype" if not info.is_floating else f"{info.dtype} not supported"
@@ -184,24 +246,21 @@ def _scan_one(info: TensorInfo, files: _Files, buf: bytearray) -> ValueStats:
     if info.numel == 0:
         return tally.stats(info.dtype)
     try:
-        fh, size = files.get(info.file)
+        handle = files.get(info.file)
     except OSError as exc:
         return ValueStats(False, reason=f"cannot open {info.file}: {exc.strerror}")
-    width = np.dtype(layout.unsigned).itemsize
     if not info.is_contiguous:
-        return _scan_strided(info, fh, size, layout, tally)
-    if info.data_offset + info.nbytes > size:
+        return _scan_strided(info, handle.fh, handle.size, layout, tally)
+    if info.data_offset + info.nbytes > handle.size:
         return ValueStats(False, reason="the file ends before the tensor's last byte")
-    step = len(buf) - len(buf) % width
-    view = memoryview(buf)
-    fh.seek(info.data_offset)
-    done = 0
-    while done < info.nbytes:
-        n = min(step, info.nbytes - done)
-        if _read_exact(fh, view[:n]) < n:
+    if handle.map is not None:
+        _scan_mapped(handle.map, info.data_offset, info.nbytes, layout, tally,
+                     min(chunk, MAX_WINDOW))
+    else:
+        if not buf:
+            buf.append(bytearray(chunk))
+        if not _scan_read(handle.fh, info.data_offset, info.nbytes, layout, tally, buf[0]):
             return ValueStats(False, reason="the file ends before the tensor's last byte")
-        tally.add(np.frombuffer(buf, layout.unsigned, n // width), done // width)
-        done += n
     return tally.stats(info.dtype)
 
 
@@ -229,17 +288,20 @@ def scan_values(
 ) -> Iterator[tuple[str, ValueStats]]:
     """Yield ``(name, ValueStats)`` for each tensor, streaming its bytes from its file.
 
-    Memory is bounded by one buffer of ``chunk_bytes`` (plus one non-contiguous
-    tensor's span, at most :data:`MAX_STRIDED_BYTES`). Never raises for bad input:
-    a tensor that cannot be read is returned with ``checked=False`` and a reason.
+    Memory is bounded by one window of mapped pages (``chunk_bytes``, at most
+    :data:`MAX_WINDOW`) or, where a file cannot be mapped, one read buffer of
+    ``chunk_bytes``; plus one non-contiguous tensor's span (at most
+    :data:`MAX_STRIDED_BYTES`). Never raises for bad input: a tensor that cannot
+    be read is returned with ``checked=False`` and a reason.
     """
     files = _Files()
-    buf = bytearray(max(64, int(chunk_bytes)))
+    chunk = max(64, int(chunk_bytes))
+    buf: list[bytearray] = []  # the read buffer, made only if a file cannot be mapped
     try:
         for name, info in tensors:
             try:
-                stats = _scan_one(info, files, buf)
-            except OSError as exc:
+                stats = _scan_one(info, files, chunk, buf)
+            except (OSError, ValueError) as exc:
                 stats = ValueStats(False, reason=f"read error: {exc}")
             yield name, stats
     finally:

@@ -127,3 +127,18 @@ def test_bits_to_float() -> None:
     assert bits_to_float("bfloat16", 0x4000) == 2.0
     assert bits_to_float("float8_e4m3fn", 0x7E) == 448.0
     assert bits_to_float("float8_e5m2", 0x7B) == 57344.0
+
+
+def test_read_path_when_a_file_cannot_be_mapped(
+    saved: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mmap
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise OSError("no mmap here")
+
+    monkeypatch.setattr(mmap, "mmap", refuse)
+    tensors = planted()
+    results = dict(scan_values(saved["safetensors"], chunk_bytes=100))
+    for key in ("float32.bad", "bfloat16.bad", "float64.clean", "f8"):
+        assert results[key] == expected(tensors[key]), key
