@@ -1,0 +1,44 @@
+"""SLOW005 low-mfu: model FLOPs utilisation far below the hardware's peak."""
+
+from __future__ import annotations
+
+from slow_runs import findings, jitter, timed_run
+
+from autopsy.model import Severity
+
+# 1.3e9 params, 64 × 2048 tokens per step on 8 GPUs, bf16
+CONFIG = {"n_params_estimate": 1.3e9, "per_device_train_batch_size": 8,
+          "gradient_accumulation_steps": 1, "world_size": 8, "max_seq_length": 2048,
+          "bf16": True}
+
+
+def _run(step_s: float) -> object:
+    return timed_run({None: jitter(50, step_s)}, config=CONFIG)
+
+
+def test_fires_when_mfu_is_far_below_the_peak() -> None:
+    # 6 × 1.3e9 × 131072 = 1.02e15 FLOPs per step; at 2 s on 8 H100s: 64 TFLOP/s each, 6.5%
+    (f,) = findings(_run(2.0), "SLOW005", gpu="h100")
+    assert f.severity is Severity.ERROR and f.cause == "low_mfu"
+    assert 0.05 < f.evidence[0].numbers["mfu"] < 0.08
+    assert "NVIDIA H100 SXM" in f.evidence[3].summary and "bf16" in f.evidence[3].summary
+
+
+def test_peak_flops_threshold_and_a_gpu_named_in_the_config() -> None:
+    (f,) = findings(_run(2.0), "SLOW005", peak_flops=312e12)
+    assert 0.2 < f.evidence[0].numbers["mfu"] < 0.21 and f.severity is Severity.WARNING
+    config = dict(CONFIG, gpu_name="NVIDIA A100-SXM4-80GB")
+    (g,) = findings(timed_run({None: jitter(50, 2.0)}, config=config), "SLOW005")
+    assert "A100" in g.evidence[3].summary
+
+
+def test_near_miss_passes_at_a_good_mfu() -> None:
+    # 0.3 s per step on 8 H100s: 43% MFU
+    assert findings(_run(0.3), "SLOW005", gpu="h100") == []
+
+
+def test_unknown_inputs_pass_and_impossible_inputs_are_a_note() -> None:
+    assert findings(_run(2.0), "SLOW005") == []  # no hardware known
+    assert findings(timed_run({None: jitter(50, 2.0)}), "SLOW005", gpu="h100") == []
+    (note,) = findings(_run(0.01), "SLOW005", gpu="h100")  # 1000% MFU
+    assert note.severity is Severity.INFO and note.cause is None
