@@ -30,6 +30,11 @@ MULTI_RANK = sorted(
     if "world_size" in json.loads((SAMPLE_RUNS / f"{n}.label.json").read_text(encoding="utf-8"))
 )
 SINGLE = [n for n in RUN_NAMES if n not in MULTI_RANK]
+#: the checkpoint runs of ``sample_runs/checkpoints.py`` (their labels carry ``components``)
+CHECKPOINT = sorted(
+    n for n in RUN_NAMES
+    if "components" in json.loads((SAMPLE_RUNS / f"{n}.label.json").read_text(encoding="utf-8"))
+)
 STEP_LINE = re.compile(r"\bstep (\d+) loss ")
 TEE_PREFIX = re.compile(r"^\[default(\d+)\]:")
 
@@ -72,6 +77,10 @@ def test_every_run_has_a_well_formed_label(name: str) -> None:
         assert cause is not None and isinstance(label["first_bad_step"], int)
     if name in MULTI_RANK and label["family"] != "healthy":
         assert label["culprit_rank"] in range(label["world_size"])
+    elif name in CHECKPOINT and label["culprit_rank"] is not None:
+        # the rank whose part of the checkpoint (its RNG file) is missing
+        assert label["culprit_rank"] in range(label["checkpoint_world_size"])
+        assert label["family"] == "resume"
     else:
         assert label["culprit_rank"] is None  # single-process runs, healthy multi-rank run
 

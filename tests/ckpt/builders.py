@@ -414,7 +414,7 @@ def stateful_loader_state(loop_steps: int = 3) -> dict[str, Any]:
 def plain_checkpoint(
     out: Path, *, steps: int = 4, data_state: str | None = "stateful",
     model_key: str = "model", scheduler_key: str = "scheduler", scaler: bool = True,
-    name: str = "checkpoint.pt", log: StepLog | None = None,
+    name: str = "checkpoint.pt", log: StepLog | None = None, counters: bool = True,
 ) -> Built:
     """``torch.save`` of a plain training loop's state into ``out/name``.
 
@@ -423,7 +423,9 @@ def plain_checkpoint(
     ``epoch``, ``rng`` (python / numpy / torch). ``data_state``: ``"stateful"`` adds
     ``dataloader`` = the StatefulDataLoader's ``state_dict()`` (the loader that trained),
     ``"sampler"`` adds ``sampler`` = ``{"epoch", "seed", "batches_seen"}``, None adds nothing
-    (no data position: a resume restarts the epoch).
+    (no data position: a resume restarts the epoch). ``counters=False`` leaves out ``step`` and
+    ``epoch`` too (as scripts that save only the state dicts do; the step survives only in the
+    scheduler's ``last_epoch``).
     """
     import numpy as np
     import torch
@@ -438,6 +440,8 @@ def plain_checkpoint(
         "rng": {"python": random.getstate(), "numpy": np.random.get_state(),
                 "torch": torch.random.get_rng_state()},
     }
+    if not counters:
+        del state["step"], state["epoch"]
     if loop.scaler is not None:
         state["scaler"] = loop.scaler.state_dict()
     if data_state == "stateful":
