@@ -127,11 +127,11 @@ def _read_zip(fh: IO[bytes], path: str, size: int) -> tuple[Unpickled, dict[str,
         index = salvage_zip(fh, size, {prefix + key: ref.nbytes for key, ref in storages.items()})
     problems = list(index.problems)
     located: dict[str, _Located] = {}
+    missing: list[str] = []
     for key, ref in storages.items():
         member = index.members.get(prefix + key)
         if member is None:
-            problems.append(f"storage {key} ({prefix}{key}, {ref.nbytes:,} bytes) is missing "
-                            "from the zip")
+            missing.append(key)
             continue
         if member.method != 0:
             problems.append(f"storage {key} is compressed (zip method {member.method}); "
@@ -144,6 +144,8 @@ def _read_zip(fh: IO[bytes], path: str, size: int) -> tuple[Unpickled, dict[str,
             problems.append(f"storage {key} is cut short by the end of the file: "
                             f"{member.present:,} of {member.compressed_size:,} bytes present")
         located[key] = _Located(member.data_offset, min(member.size, member.present))
+    if missing:
+        problems.append(_missing_line(missing, storages, f"missing from the zip ({prefix}<key>)"))
     byteorder = index.members.get(f"{archive}/byteorder" if archive else "byteorder")
     if byteorder is not None and byteorder.method == 0 and 0 < byteorder.present <= 16:
         fh.seek(byteorder.data_offset)
@@ -209,10 +211,19 @@ def _read_legacy_or_pickle(fh: IO[bytes], path: str, size: int) -> tuple[
                             f"{present:,} of {nbytes:,} bytes present")
         located[key] = _Located(start, present)
         pos = start + nbytes
-    for key, ref in storages.items():
-        if key not in located and not any(key in p for p in problems[-1:]):
-            problems.append(f"storage {key} ({ref.nbytes:,} bytes) has no record in the file")
+    missing = [key for key in storages if key not in located]
+    if missing:
+        problems.append(_missing_line(missing, storages, "without a record in the file"))
     return unpickled, located, problems
+
+
+def _missing_line(missing: list[str], storages: dict[str, StorageRef], what: str) -> str:
+    """One problem line for storages that are not in the file."""
+    total = sum(storages[k].nbytes for k in missing)
+    shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8
+                                      else "")
+    noun = "storage" if len(missing) == 1 else f"{len(missing)} storages"
+    return f"{noun} {shown} ({total:,} bytes) {what}"
 
 
 # -- replacing tensor rebuilds by TensorInfo
