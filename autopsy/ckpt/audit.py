@@ -54,6 +54,12 @@ def _gather(ref: CheckpointRef) -> Parts:
 def audit_one(ref: CheckpointRef, *, world_size: int | None = None,
               scan_values: bool = False) -> CheckpointAudit:
     """Audit one checkpoint (see :func:`audit_path`)."""
+    return _audit(ref, world_size, scan_values)[0]
+
+
+def _audit(ref: CheckpointRef, world_size: int | None,
+           scan_values: bool) -> tuple[CheckpointAudit, bool]:
+    """The audit, and whether any of its files could be read at all."""
     parts = _gather(ref)
     gs = parts.global_steps[0][1] if parts.global_steps else ref.step
     judge = Judge(parts, gs)
@@ -67,9 +73,11 @@ def audit_one(ref: CheckpointRef, *, world_size: int | None = None,
     problems = [f"{f.rel}: {f.error}" for f in parts.all_files() if f.error]
     problems += [f"{f.rel}: {p}" for f in parts.all_files() for p in f.problems]
     problems += [what for _, _, what in parts.missing_files]
-    return CheckpointAudit(path=str(ref.path), layout=parts.layout.value, step=gs,
-                           components=judge.components(), findings=tuple(judge.findings),
-                           problems=tuple(problems), world_size=saved_world)
+    audit = CheckpointAudit(path=str(ref.path), layout=parts.layout.value, step=gs,
+                            components=judge.components(), findings=tuple(judge.findings),
+                            problems=tuple(problems), world_size=saved_world)
+    files = parts.all_files()
+    return audit, not files or any(f.readable for f in files)
 
 
 def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
@@ -97,8 +105,12 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
         raise NothingReadable(f"no checkpoint found in {root} (looked for checkpoint-N/, "
                               "save_state folders, global_stepN/, DCP folders, .pt/.bin/"
                               ".ckpt/.safetensors files)")
-    audits = {ref.path: audit_one(ref, world_size=world_size, scan_values=scan_values)
-              for ref in refs}
+    results = {ref.path: _audit(ref, world_size, scan_values) for ref in refs}
+    audits = {path: audit for path, (audit, _) in results.items()}
+    if not any(readable for _, readable in results.values()):
+        first = next(iter(audits.values()))
+        why = first.problems[0] if first.problems else "unreadable"
+        raise NothingReadable(f"nothing readable in {root}: {why}")
     picked_ref = pick_newest(refs, root)
     picked = audits[picked_ref.path]
     ordered = [audits[r.path] for r in refs]
@@ -109,9 +121,6 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
                          for f in picked.findings)
         picked = dataclasses.replace(picked, findings=findings)
         ordered = [picked if a.path == picked.path else a for a in ordered]
-    if all(_unreadable(a) for a in ordered):
-        first = ordered[0].problems[0] if ordered[0].problems else "unreadable"
-        raise NothingReadable(f"nothing readable in {root}: {first}")
     return AuditReport(path=str(root), checkpoints=tuple(ordered), picked=picked,
                        newest_resumable=newest_ok, world_size=world_size,
                        scanned_values=scan_values)
@@ -123,11 +132,3 @@ def _name(audit: CheckpointAudit, root: Path) -> str:
     except ValueError:
         rel = audit.path
     return rel if rel not in ("", ".") else Path(audit.path).name
-
-
-def _unreadable(audit: CheckpointAudit) -> bool:
-    """A single-file checkpoint that could not be read at all."""
-    files = [c for c in audit.components if c.files]
-    return (audit.layout in (Layout.TORCH.value, Layout.LIGHTNING.value,
-                             Layout.SAFETENSORS.value)
-            and bool(audit.problems) and not any(c.status.value == "ok" for c in files))

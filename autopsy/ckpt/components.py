@@ -6,7 +6,8 @@ scaler, RNG per rank, data position, trainer state, training args). Each gets a
 when it is not ``ok``, what a resume does without it (``effect``).
 
 A checkpoint is *resumable* (an exact resume is possible) when no required
-component is ``missing``, ``inconsistent``, ``corrupt`` or ``unsafe``.
+component is ``missing``, ``inconsistent``, ``corrupt`` or ``unsafe``, no file at
+all is ``unsafe``, and no check failed with severity error.
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ class Component:
 
     @property
     def blocking(self) -> bool:
-        """Whether this component stops an exact resume."""
-        return self.required and self.status in BLOCKING
+        """Whether this component stops an exact resume (an unsafe file always does)."""
+        return self.status is Status.UNSAFE or (self.required and self.status in BLOCKING)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON report's component object."""

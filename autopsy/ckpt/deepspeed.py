@@ -69,6 +69,7 @@ def gather(parts: Parts, folder: Path) -> None:
     model_files = [n for n in names if _MODEL.match(n)]
     weights = parts.slot(Part.WEIGHTS)
     weights.expected = ["mp_rank_00_model_states.pt"]
+    weights.effect = "load_checkpoint fails: the engine's module state is not there"
     states: dict[str, Any] = {}
     for name in model_files:
         loaded = parts.reader.read(folder / name)

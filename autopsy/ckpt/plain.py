@@ -99,6 +99,7 @@ def gather_torch(parts: Parts, path: Path) -> None:
     obj = unwrap(loaded.obj)
     weights = parts.slot(Part.WEIGHTS)
     weights.expected = [f"{path.name}: {' / '.join(WEIGHT_KEYS[:3])}"]
+    weights.effect = "the resume has no trained weights: the model starts from scratch"
     weights.files.append(loaded)
     if loaded.error is not None:
         for part in Part:

@@ -52,6 +52,9 @@ def read_folder_weights(parts: Parts, folder: Path, *, extra: tuple[str, ...] = 
                 _read_weight_file(parts, path)
                 found = True
     slot.present = found
+    if not slot.effect:
+        slot.effect = ("the resume has no trained weights: the model starts again from its "
+                       "initial (or pretrained) weights")
     return found
 
 

@@ -90,8 +90,21 @@ class Judge:
                                             if f is not None))
             if not files and status is Status.MISSING:
                 files = tuple(slot.expected)
-            effect = "" if status in (Status.OK, Status.NOT_APPLICABLE) else slot.effect
+            effect = _effect(status, slot.effect)
             out.append(Component(name=part.value, status=status, files=files,
                                  evidence=tuple(evidence), effect=effect,
                                  required=slot.required))
         return tuple(out)
+
+
+def _effect(status: Status, without: str) -> str:
+    """What a resume does with a component in this status."""
+    if status is Status.UNSAFE:
+        return ("torch.load(weights_only=False) of this file runs the code it names "
+                "(weights_only=True refuses it)")
+    if status is Status.CORRUPT:
+        return "loading fails or gives wrong values" + (f"; without it: {without}"
+                                                          if without else "")
+    if status in (Status.MISSING, Status.INCONSISTENT):
+        return without
+    return ""
