@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from autopsy.formats.ckpt_open import open_checkpoint
 from autopsy.formats.ckpterrors import CheckpointFormatError
 from autopsy.formats.tensorinfo import ITEMSIZE, TensorInfo
 
@@ -124,12 +125,8 @@ def read_safetensors_meta(path: str | os.PathLike[str]) -> SafetensorsMeta:
             all (missing, empty, absurd length, not JSON); the message is one line.
     """
     name = os.fspath(path)
-    try:
-        fh = open(name, "rb")
-    except OSError as exc:
-        raise CheckpointFormatError(f"{name}: cannot open: {exc.strerror}") from exc
+    fh, size = open_checkpoint(name)
     with fh:
-        size = os.fstat(fh.fileno()).st_size
         if size == 0:
             raise CheckpointFormatError(f"{name}: empty file (0 bytes)")
         header, base = _header(fh, name, size)

@@ -25,6 +25,7 @@ import struct
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
+from autopsy.formats.ckpt_open import open_checkpoint
 from autopsy.formats.ckpterrors import CheckpointFormatError
 from autopsy.formats.tensor_storage import (
     StorageRef,
@@ -345,12 +346,8 @@ def read_torch_meta(path: str | os.PathLike[str]) -> TorchMeta:
             pickle or torch zip, its pickle unreadable); the message is one line.
     """
     name = os.fspath(path)
-    try:
-        fh = open(name, "rb")
-    except OSError as exc:
-        raise CheckpointFormatError(f"{name}: cannot open: {exc.strerror}") from exc
+    fh, size = open_checkpoint(name)
     with fh:
-        size = os.fstat(fh.fileno()).st_size
         if size == 0:
             raise CheckpointFormatError(f"{name}: empty file (0 bytes)")
         magic = fh.read(4)

@@ -18,8 +18,10 @@ only as ``0x7F``/``0xFF`` and no infinity.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO
@@ -157,6 +159,8 @@ class _Open:
     """One open file: its handle, size and read-only map (None if it cannot be mapped)."""
 
     def __init__(self, path: str) -> None:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
         self.fh: IO[bytes] = open(path, "rb", buffering=0)
         self.size = os.fstat(self.fh.fileno()).st_size
         self.map: mmap.mmap | None = None

@@ -1,0 +1,91 @@
+"""Odd inputs for the checkpoint readers: FIFOs, folders, RNG state, zip64, legacy payloads."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import random
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fmt_ckpt_files import mixed_tensors, read_at, tensor_bytes
+
+from autopsy.formats.ckpterrors import CheckpointFormatError
+from autopsy.formats.safetensors import read_safetensors_meta
+from autopsy.formats.tensorinfo import TensorInfo
+from autopsy.formats.torchmeta import read_torch_meta
+from autopsy.formats.valuescan import scan_values
+
+torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
+
+
+@pytest.mark.parametrize("reader", [read_torch_meta, read_safetensors_meta])
+def test_fifo_and_folder_are_refused_without_blocking(tmp_path: Path, reader: Any) -> None:
+    fifo = tmp_path / "pipe.pt"
+    os.mkfifo(fifo)
+    with pytest.raises(CheckpointFormatError, match="not a regular file"):
+        reader(fifo)
+    with pytest.raises(CheckpointFormatError, match="not a regular file"):
+        reader(tmp_path)
+    info = TensorInfo("float32", (2,), str(fifo), 0, 8)
+    ((_, stats),) = scan_values([("x", info)])
+    assert not stats.checked and "not a regular file" in stats.reason
+
+
+def test_rng_state_file_is_benign(tmp_path: Path) -> None:
+    """Like HF Trainer's rng_state.pth: Python, numpy and torch generator states."""
+    state = {"python": random.getstate(), "numpy": np.random.get_state(),
+             "cpu": torch.get_rng_state()}
+    path = tmp_path / "rng_state.pth"
+    torch.save(state, path)
+    meta = read_torch_meta(path)
+    assert meta.unsafe == [] and meta.problems == []
+    ((key, info),) = meta.tensors
+    assert key == "cpu" and info.dtype == "uint8"
+    assert read_at(path, info.data_offset, info.nbytes) == tensor_bytes(state["cpu"])
+    assert any(g.startswith("numpy") for g in meta.globals)
+    assert meta.obj["python"][0] == 3
+
+
+def test_zip64_members_salvaged_when_the_directory_is_lost(tmp_path: Path) -> None:
+    src = tmp_path / "m.pt"
+    tensors = mixed_tensors()
+    torch.save(tensors, src)
+    z64 = tmp_path / "z64.pt"
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(z64, "w") as zout:
+        for info in zin.infolist():
+            with zout.open(info.filename, "w", force_zip64=True) as dst:
+                dst.write(zin.read(info.filename))
+    data = z64.read_bytes()
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(data[: data.rfind(b"PK\x01\x02") - 1])
+    meta = read_torch_meta(cut)
+    assert any("central directory unreadable" in p for p in meta.problems)
+    assert len(meta.problems) == 1, meta.problems
+    for key, info in meta.tensors:
+        if info.is_contiguous:
+            assert read_at(cut, info.data_offset, info.nbytes) == tensor_bytes(tensors[key])
+
+
+class _Payload:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_hostile_pickle_in_a_legacy_torch_file(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil_legacy.pt"
+    torch.save({"w": torch.ones(2), "x": _Payload(marker)}, path,
+               _use_new_zipfile_serialization=False, pickle_module=pickle)
+    assert not marker.exists()
+    meta = read_torch_meta(path)
+    assert not marker.exists()
+    assert meta.container == "torch_legacy"
+    assert [n for n, _ in meta.unsafe] and meta.unsafe[0][0].endswith(".system")
+    assert dict(meta.tensors)["w"].data_offset is not None
