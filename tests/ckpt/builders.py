@@ -230,7 +230,9 @@ def hf_rank_rng_files(built: Built, world_size: int = 4) -> Built:
     """Replace ``rng_state.pth`` by ``rng_state_0.pth`` .. ``rng_state_{W-1}.pth``.
 
     As the Trainer names them when ``world_size > 1``: one ``torch.save`` per rank of the
-    dict it saves (``python``, ``numpy``, ``cpu``), each rank's generators seeded apart.
+    dict it saves (``python``, ``numpy``, ``cpu``), each rank's generators seeded apart; and
+    ``training_args.bin`` is made to say ``world_size`` processes, as rank 0 of such a job
+    writes it. (A real 4-rank job takes ~25 s here: ``sample_runs/checkpoints.py`` runs one.)
     """
     import torch
 
@@ -246,7 +248,27 @@ def hf_rank_rng_files(built: Built, world_size: int = 4) -> Built:
         np.random.set_state(saved["numpy"])
         torch.random.set_rng_state(saved["cpu"])
     (built.path / "rng_state.pth").unlink(missing_ok=True)
+    _set_args_world_size(built.path / "training_args.bin", world_size)
     return dataclasses.replace(built, world_size=world_size, files=_listing(built.path))
+
+
+def _set_args_world_size(path: Path, world_size: int) -> None:
+    """Make ``training_args.bin`` say what rank 0 of a ``world_size``-process job saves.
+
+    Its ``distributed_state`` (accelerate's ``PartialState``, unpickled as a detached copy)
+    gets ``num_processes`` = ``world_size``, the MULTI_CPU type and the gloo backend.
+    """
+    import torch
+    from accelerate.utils import DistributedType
+
+    if not path.is_file():
+        return
+    args = torch.load(path, weights_only=False)  # the Trainer's own file, just written
+    state = args.__dict__.get("distributed_state")
+    if state is not None:
+        state.__dict__.update(num_processes=world_size, process_index=0, local_process_index=0,
+                              distributed_type=DistributedType.MULTI_CPU, backend="gloo")
+    torch.save(args, path)
 
 
 def hf_sharded_weights(out: Path, *, max_shard_size: str = "20KB", width: int = 32) -> Built:
@@ -415,6 +437,7 @@ def plain_checkpoint(
     out: Path, *, steps: int = 4, data_state: str | None = "stateful",
     model_key: str = "model", scheduler_key: str = "scheduler", scaler: bool = True,
     name: str = "checkpoint.pt", log: StepLog | None = None, counters: bool = True,
+    legacy: bool = False,
 ) -> Built:
     """``torch.save`` of a plain training loop's state into ``out/name``.
 
@@ -425,7 +448,8 @@ def plain_checkpoint(
     ``"sampler"`` adds ``sampler`` = ``{"epoch", "seed", "batches_seen"}``, None adds nothing
     (no data position: a resume restarts the epoch). ``counters=False`` leaves out ``step`` and
     ``epoch`` too (as scripts that save only the state dicts do; the step survives only in the
-    scheduler's ``last_epoch``).
+    scheduler's ``last_epoch``). ``legacy`` writes torch's old non-zip format (a sequence of
+    pickles, then the raw storages: ``_use_new_zipfile_serialization=False``).
     """
     import numpy as np
     import torch
@@ -453,7 +477,7 @@ def plain_checkpoint(
         state["sampler"] = {"epoch": loop.epoch, "seed": 0, "batches_seen": loop.step % 8}
     out.mkdir(parents=True, exist_ok=True)
     path = out / name
-    torch.save(state, path)
+    torch.save(state, path, _use_new_zipfile_serialization=not legacy)
     return Built(path=path, layout="plain_torch", global_step=loop.step, files=(name,),
                  detail={"keys": sorted(state)})
 
@@ -556,7 +580,7 @@ DS_VERSION = "0.16.4"
 
 
 def deepspeed_checkpoint(out: Path, *, steps: int = 4, world_size: int = 2,
-                         zero_stage: int = 2) -> Built:
+                         zero_stage: int = 2, log: StepLog | None = None) -> Built:
     """A DeepSpeed ZeRO checkpoint folder (DeepSpeed does not install here).
 
     Built with ``torch.save`` from DeepSpeed's documented layout: ``out/latest`` holds
@@ -572,7 +596,7 @@ def deepspeed_checkpoint(out: Path, *, steps: int = 4, world_size: int = 2,
     """
     import torch
 
-    loop = _train_plain(steps, scaler=False)
+    loop = _train_plain(steps, scaler=False, log=log)
     params = list(loop.model.parameters())
     names = [n for n, _ in loop.model.named_parameters()]
     flat = torch.cat([p.detach().reshape(-1) for p in params])
@@ -645,31 +669,35 @@ def deepspeed_checkpoint(out: Path, *, steps: int = 4, world_size: int = 2,
                  files=_listing(out), detail={"tag": tag})
 
 
-def dcp_checkpoint(out: Path, *, steps: int = 4) -> Built:
+def dcp_checkpoint(out: Path, *, steps: int = 4, scheduler: bool = True,
+                   log: StepLog | None = None) -> Built:
     """``torch.distributed.checkpoint.save`` in one process: ``.metadata`` + ``__0_0.distcp``.
 
-    The state is ``{"model", "optimizer"}`` from ``get_state_dict`` (fully qualified names)
-    plus ``step``.
+    The state is ``{"model", "optimizer"}`` from ``get_state_dict`` (fully qualified names),
+    ``lr_scheduler`` (the scheduler's state dict, as torchtitan saves it; left out with
+    ``scheduler=False``) and ``step``.
     """
     import warnings
 
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
-    loop = _train_plain(steps, scaler=False)
+    loop = _train_plain(steps, scaler=False, log=log)
     model_sd, optim_sd = get_state_dict(loop.model, loop.optimizer)
+    state: dict[str, Any] = {"model": model_sd, "optimizer": optim_sd, "step": loop.step}
+    if scheduler:
+        state["lr_scheduler"] = loop.scheduler.state_dict()
     out.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "assuming the intent is to save in a single process"
-        dcp.save({"model": model_sd, "optimizer": optim_sd, "step": loop.step},
-                 checkpoint_id=str(out))
+        dcp.save(state, checkpoint_id=str(out))
     return Built(path=out, layout="dcp", global_step=loop.step, files=_listing(out))
 
 
 LIGHTNING_VERSION = "2.5.1"
 
 
-def lightning_checkpoint(out: Path, *, steps: int = 4) -> Built:
+def lightning_checkpoint(out: Path, *, steps: int = 4, log: StepLog | None = None) -> Built:
     """A Lightning ``.ckpt`` (lightning does not install here), by ``torch.save``.
 
     From Lightning's documented checkpoint contents: ``epoch``, ``global_step``,
@@ -681,7 +709,7 @@ def lightning_checkpoint(out: Path, *, steps: int = 4) -> Built:
     """
     import torch
 
-    loop = _train_plain(steps, scaler=False)
+    loop = _train_plain(steps, scaler=False, log=log)
     progress = {"total": {"ready": loop.step, "completed": loop.step},
                 "current": {"ready": loop.step, "completed": loop.step}}
     ckpt = {
@@ -908,7 +936,8 @@ def hostile_pickle(built: Built, name: str = "training_args.bin", *,
         path.write_bytes(splice_payload(path.read_bytes(), target, marker))
         member = None
     dotted = ".".join(DANGEROUS[target])
-    return _broken(built, component_of(path.name), f"{path.name} calls {dotted}",
+    component = component_of(path.name) if built.path.is_dir() else "weights"
+    return _broken(built, component, f"{path.name} calls {dotted}",
                    file=path.name, member=member, global_name=dotted, marker=str(marker))
 
 
@@ -916,7 +945,8 @@ def pickle_globals(path: Path) -> list[str]:
     """Every ``module.name`` a pickle file (or a torch zip's ``data.pkl``) imports.
 
     Read with :func:`pickletools.genops` (nothing is executed). STACK_GLOBAL's operands are
-    taken from the two strings pushed before it.
+    taken from the two strings pushed before it. A legacy (non-zip) torch file is a sequence
+    of pickles before its raw storages: the first five pickles are read.
     """
     import pickletools
 
@@ -927,15 +957,24 @@ def pickle_globals(path: Path) -> list[str]:
     else:
         data = path.read_bytes()
     found: list[str] = []
-    strings: list[str] = []
-    for op, arg, _ in pickletools.genops(data):
-        if op.name in ("GLOBAL", "INST"):
-            found.append(str(arg).replace(" ", "."))
-        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
-            found.append(f"{strings[-2]}.{strings[-1]}")
-        if isinstance(arg, str) and op.name.endswith("UNICODE"):
-            strings.append(arg)
+    stream = io.BytesIO(data)
+    for _ in range(LEGACY_PICKLES):
+        strings: list[str] = []
+        for op, arg, _pos in pickletools.genops(stream):
+            if op.name in ("GLOBAL", "INST"):
+                found.append(str(arg).replace(" ", "."))
+            elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+                found.append(f"{strings[-2]}.{strings[-1]}")
+            if isinstance(arg, str) and op.name.endswith("UNICODE"):
+                strings.append(arg)
+        if data[stream.tell():stream.tell() + 1] != b"\x80":  # no further pickle (PROTO)
+            break
     return found
+
+
+#: pickles at the start of a legacy torch file: magic number, protocol, sys info, object,
+#: storage keys
+LEGACY_PICKLES = 5
 
 
 def drop_trainer_state(built: Built) -> Built:

@@ -69,6 +69,8 @@ def test_rank_rng_files_are_what_the_trainer_saves_per_rank(hf_multirank: Built)
     states = [_load(hf_multirank.path / n, weights_only=False) for n in names]
     assert all(set(s) == {"python", "numpy", "cpu"} for s in states)
     assert len({bytes(s["cpu"].numpy()) for s in states}) == 4  # each rank its own generator
+    args = _load(hf_multirank.path / "training_args.bin", weights_only=False)
+    assert args.distributed_state.num_processes == 4  # what rank 0 of a 4-process job saves
 
 
 def test_sharded_weights_index_names_existing_shards(tmp_path: Path) -> None:
@@ -160,10 +162,10 @@ def test_dcp_folder_loads_back(dcp_ckpt: Built) -> None:
 
     assert {".metadata", "__0_0.distcp"} <= set(dcp_ckpt.files)
     model = builders.tiny_mlp()
-    state = {"model": model.state_dict(), "step": 0}
+    state = {"model": model.state_dict(), "step": 0, "lr_scheduler": {"last_epoch": 0}}
     with pytest.warns(UserWarning):
         dcp.load(state, checkpoint_id=str(dcp_ckpt.path))
-    assert state["step"] == 4
+    assert state["step"] == 4 and state["lr_scheduler"]["last_epoch"] == 4
 
 
 def test_lightning_layout(lightning_ckpt: Built) -> None:
@@ -244,6 +246,18 @@ def test_hostile_pickle_in_a_torch_zip(hf_run: Built, tmp_path: Path, name: str,
     original = builders.pickle_globals(hf_run.path / name)
     assert found[1:] == original  # the file still builds its own object after the call
     assert built.broken == component and zipfile.is_zipfile(built.path / name)
+    assert not marker.exists()
+
+
+def test_hostile_legacy_torch_file(tmp_path: Path) -> None:
+    marker = tmp_path / "PWNED"
+    good = builders.plain_checkpoint(tmp_path / "legacy", legacy=True)
+    assert not zipfile.is_zipfile(good.path)
+    assert _load(good.path, weights_only=False)["step"] == 4  # a real legacy torch file
+    built = builders.hostile_pickle(good, good.path.name, marker=marker)
+    found = builders.pickle_globals(built.path)  # in the first pickle: the magic number's
+    assert found[0] == "posix.system" and built.broken == "weights"
+    assert "torch._utils._rebuild_tensor_v2" in found  # the later pickles are read too
     assert not marker.exists()
 
 
