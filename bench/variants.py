@@ -103,6 +103,29 @@ VARIANTS: dict[str, tuple[Params, ...]] = {
         Params(seed=1),
         Params(seed=2, lr=1e-3),
     ),
+    # The 4-rank torchrun runs: the failure moved to other ranks and steps.
+    "ddp_healthy_4ranks": (
+        Params(seed=1, steps=25),
+    ),
+    "ddp_rank_exception": (
+        Params(seed=1, rank=0, event_step=9),
+        Params(seed=2, rank=3, event_step=22),
+    ),
+    "ddp_rank_stall_timeout": (
+        Params(seed=1, rank=3, event_step=5),
+        Params(seed=2, rank=2, event_step=17),
+    ),
+    "ddp_collective_mismatch_detail": (
+        Params(seed=1, rank=1, event_step=12),
+    ),
+    "ddp_collective_mismatch_silent": (
+        Params(seed=1, rank=0, event_step=5),
+        Params(seed=2, rank=2, event_step=19),
+    ),
+    "ddp_uneven_batches": (
+        Params(seed=1, rank=2, steps=14),
+        Params(seed=2, rank=3, steps=25),
+    ),
 }
 
 

@@ -21,7 +21,11 @@ training loops do. ``SCENARIO`` (the first argument) plants one failure on one r
 
 Usage (see ``multirank.py``)::
 
-    torchrun --standalone --nproc_per_node 4 ddp_worker.py SCENARIO --steps N --timeout S
+    torchrun --standalone --nproc_per_node 4 ddp_worker.py SCENARIO --steps N --timeout S \
+        [--culprit-rank R] [--event-step S]
+
+``--culprit-rank`` and ``--event-step`` move the planted failure to another rank and step
+(``bench/variants.py`` uses them); the ranks and steps above are the defaults.
 """
 
 from __future__ import annotations
@@ -61,9 +65,14 @@ def _batches(rank: int, steps: int, seed: int) -> list[tuple[torch.Tensor, torch
     return out
 
 
-def check_batch(x: torch.Tensor, step: int, rank: int, scenario: str) -> None:
+DEFAULT_PLAN = {"exception": (EXCEPTION_RANK, EXCEPTION_STEP), "stall": (STALL_RANK, STALL_STEP),
+                "mismatch": (MISMATCH_RANK, MISMATCH_STEP), "uneven": (SHORT_RANK, 0),
+                "healthy": (-1, 0)}
+
+
+def check_batch(x: torch.Tensor, step: int, planted: bool) -> None:
     """The user's sanity check of a batch (raises on the planted bad batch)."""
-    if scenario == "exception" and rank == EXCEPTION_RANK and step == EXCEPTION_STEP:
+    if planted:
         x[3, 5] = float("nan")  # a corrupted record in this rank's shard
     if not torch.isfinite(x).all():
         bad = int((~torch.isfinite(x)).any(dim=1).sum())
@@ -78,7 +87,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--timeout", type=float, default=15.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--culprit-rank", type=int, default=None)
+    parser.add_argument("--event-step", type=int, default=None)
     ns = parser.parse_args()
+    culprit, event_step = DEFAULT_PLAN[ns.scenario]
+    culprit = culprit if ns.culprit_rank is None else ns.culprit_rank
+    event_step = event_step if ns.event_step is None else ns.event_step
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     torch.manual_seed(ns.seed)
     torch.set_num_threads(1)
@@ -98,13 +112,14 @@ def main() -> None:
         for param in model.parameters():  # same start on every rank, as DDP would do
             dist.broadcast(param.data, src=0)
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
-    n = ns.steps - 1 if ns.scenario == "uneven" and rank == SHORT_RANK else ns.steps
+    n = ns.steps - 1 if ns.scenario == "uneven" and rank == culprit else ns.steps
     batches = _batches(rank, n, ns.seed)
     log.info("epoch 0: %d batches of %d on this rank", len(batches), BATCH)
 
     for step, (x, y) in enumerate(batches, start=1):
-        check_batch(x, step, rank, ns.scenario)
-        if ns.scenario == "stall" and rank == STALL_RANK and step == STALL_STEP:
+        here = rank == culprit and step == event_step
+        check_batch(x, step, ns.scenario == "exception" and here)
+        if ns.scenario == "stall" and here:
             time.sleep(ns.timeout * 10)  # stuck (a hung read, a deadlock...): never returns
         loss = torch.nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
@@ -116,7 +131,7 @@ def main() -> None:
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         stat = loss.detach().clone().reshape(1)
-        if ns.scenario == "mismatch" and rank == MISMATCH_RANK and step == MISMATCH_STEP:
+        if ns.scenario == "mismatch" and here:
             stat = torch.stack([loss.detach().clone(), torch.tensor(float(len(y)))])  # [2], not [1]
         dist.all_reduce(stat)
         mean_loss = float(stat[0]) / world

@@ -72,7 +72,8 @@ class Params:
     """What a recipe may vary; ``None`` means the recipe's own default.
 
     ``event_step`` is the step of a planted event (the corrupted batch of ``nan_bad_batch``,
-    the first scaled batch of ``loss_spikes_recover``).
+    the first scaled batch of ``loss_spikes_recover``, the failing step of a multi-rank run);
+    ``rank`` the rank a multi-rank run plants its failure on.
     """
 
     seed: int = 0
@@ -81,6 +82,7 @@ class Params:
     steps: int | None = None
     schedule: str | None = None
     event_step: int | None = None
+    rank: int | None = None
 
     def to_json(self) -> str:
         """Serialise for the child process's command line."""
@@ -1738,7 +1740,7 @@ RUNS: dict[str, RunSpec] = {
     )
 }
 #: Modules beside this file that register more runs through a ``SPECS`` tuple.
-SPEC_MODULES = ("multirank", "checkpoints", "slowruns")
+SPEC_MODULES = ("multirank", "checkpoints", "slowruns", "resumeruns")
 
 
 def _extra_specs() -> Iterator[Any]:

@@ -70,7 +70,7 @@ def _require(cond: bool, what: str) -> None:
 
 
 def torchrun(output_dir: str, scenario: str, layout: str, steps: int, seed: int,
-             env: dict[str, str] | None = None) -> None:
+             env: dict[str, str] | None = None, plan: tuple[int, int] | None = None) -> None:
     """Launch the worker on 4 ranks; exits the process with torchrun's exit code if non-zero.
 
     ``output_dir`` is relative to the working directory (the parent of the output folder),
@@ -91,6 +91,8 @@ def torchrun(output_dir: str, scenario: str, layout: str, steps: int, seed: int,
         os.path.relpath(WORKER), scenario, "--steps", str(steps),
         "--timeout", str(COLLECTIVE_TIMEOUT), "--seed", str(seed),
     ]
+    if plan is not None:
+        cmd += ["--culprit-rank", str(plan[0]), "--event-step", str(plan[1])]
     sys.stdout.flush()
     try:
         rc = subprocess.run(cmd, env=run_env, timeout=LAUNCH_TIMEOUT, check=False).returncode
@@ -222,6 +224,16 @@ EXCEPTION_RANK, EXCEPTION_STEP = 2, 15
 STALL_RANK, STALL_STEP = 1, 10
 MISMATCH_RANK, MISMATCH_STEP = 3, 8
 SHORT_RANK, UNEVEN_STEPS = 0, 20
+#: The default culprit rank and event step of each planted scenario.
+DEFAULTS = {"exception": (EXCEPTION_RANK, EXCEPTION_STEP), "stall": (STALL_RANK, STALL_STEP),
+            "mismatch": (MISMATCH_RANK, MISMATCH_STEP), "uneven": (SHORT_RANK, 0)}
+
+
+def plan(p: Any, rank: int, step: int) -> tuple[int, int]:
+    """The culprit rank and event step of a run: the Params' ``rank`` / ``event_step``,
+    else the defaults given (``bench/variants.py`` moves the failure with them)."""
+    return (rank if getattr(p, "rank", None) is None else p.rank,
+            step if p.event_step is None else p.event_step)
 
 
 def _train_healthy(output_dir: str, launch: int, p: Any) -> None:
@@ -231,28 +243,32 @@ def _train_healthy(output_dir: str, launch: int, p: Any) -> None:
 
 def _train_exception(output_dir: str, launch: int, p: Any) -> None:
     del launch
-    torchrun(output_dir, "exception", "redirects", p.steps or FAIL_STEPS, p.seed)
+    torchrun(output_dir, "exception", "redirects", p.steps or FAIL_STEPS, p.seed,
+             plan=plan(p, EXCEPTION_RANK, EXCEPTION_STEP))
 
 
 def _train_stall(output_dir: str, launch: int, p: Any) -> None:
     del launch
-    torchrun(output_dir, "stall", "tee", p.steps or FAIL_STEPS, p.seed)
+    torchrun(output_dir, "stall", "tee", p.steps or FAIL_STEPS, p.seed,
+             plan=plan(p, STALL_RANK, STALL_STEP))
 
 
 def _train_mismatch_detail(output_dir: str, launch: int, p: Any) -> None:
     del launch
     torchrun(output_dir, "mismatch", "tee", p.steps or FAIL_STEPS, p.seed,
-             env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
+             env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}, plan=plan(p, MISMATCH_RANK, MISMATCH_STEP))
 
 
 def _train_mismatch_silent(output_dir: str, launch: int, p: Any) -> None:
     del launch
-    torchrun(output_dir, "mismatch", "redirects", p.steps or FAIL_STEPS, p.seed)
+    torchrun(output_dir, "mismatch", "redirects", p.steps or FAIL_STEPS, p.seed,
+             plan=plan(p, MISMATCH_RANK, MISMATCH_STEP))
 
 
 def _train_uneven(output_dir: str, launch: int, p: Any) -> None:
     del launch
-    torchrun(output_dir, "uneven", "redirects", p.steps or UNEVEN_STEPS, p.seed)
+    torchrun(output_dir, "uneven", "redirects", p.steps or UNEVEN_STEPS, p.seed,
+             plan=plan(p, SHORT_RANK, 0))
 
 
 def _check_healthy(run_dir: Path, p: Any) -> dict[str, Any]:
@@ -274,66 +290,66 @@ def _check_healthy(run_dir: Path, p: Any) -> dict[str, Any]:
 
 def _check_exception(run_dir: Path, p: Any) -> dict[str, Any]:
     """Rank 2 raised a ValueError at step 15; the others died in the next collective."""
-    del p
+    bad_rank, bad_step = plan(p, *DEFAULTS["exception"])
     f = facts(run_dir)
-    culprit = f["ranks"][str(EXCEPTION_RANK)]
+    culprit = f["ranks"][str(bad_rank)]
     _require((culprit["first_error"] or "").startswith(
-        f"ValueError: batch at step {EXCEPTION_STEP} "), f"culprit error: {culprit}")
+        f"ValueError: batch at step {bad_step} "), f"culprit error: {culprit}")
     _require(culprit["exitcode"] == 1, f"culprit exit code {culprit['exitcode']}")
-    _require(culprit["last_step"] == EXCEPTION_STEP - 1, f"culprit last step {culprit}")
-    error_json = sorted(run_dir.glob(f"{LOG_DIR}/*/attempt_0/{EXCEPTION_RANK}/error.json"))
+    _require(culprit["last_step"] == bad_step - 1, f"culprit last step {culprit}")
+    error_json = sorted(run_dir.glob(f"{LOG_DIR}/*/attempt_0/{bad_rank}/error.json"))
     _require(len(error_json) == 1 and "ValueError" in _read(error_json[0]), "no error.json")
-    others = [r for r in range(WORLD) if r != EXCEPTION_RANK]
+    others = [r for r in range(WORLD) if r != bad_rank]
     for rank in others:
         v = f["ranks"][str(rank)]
         _require(v["exitcode"] != 0, f"rank {rank} exited 0")
-        _require(v["last_step"] is not None and v["last_step"] >= EXCEPTION_STEP - 1,
+        _require(v["last_step"] is not None and v["last_step"] >= bad_step - 1,
                  f"rank {rank} stopped early: {v}")
         _require(rank in f["timed_out_ranks"] + f["connection_closed_ranks"] + f[
             "sigterm_ranks"], f"rank {rank} neither timed out nor was killed")
-    return _label("crash", "exception", EXCEPTION_STEP, EXCEPTION_RANK, f,
+    return _label("crash", "exception", bad_step, bad_rank, f,
                   exception_type="ValueError", user_frame="check_batch (ddp_worker.py)")
 
 
 def _check_stall(run_dir: Path, p: Any) -> dict[str, Any]:
     """Rank 1 never reached step 10's all-reduce; the others timed out in it."""
-    del p
+    bad_rank, bad_step = plan(p, *DEFAULTS["stall"])
     f = facts(run_dir)
     last = _last_steps(f)
-    _require(last[STALL_RANK] == STALL_STEP - 1, f"stalled rank last step {last}")
-    _require(STALL_RANK not in f["timed_out_ranks"], "the stalled rank timed out itself")
-    _require(f["ranks"][str(STALL_RANK)]["first_error"] is None, "the stalled rank raised")
-    _require(f["ranks"][str(STALL_RANK)]["exitcode"] == -15, "the stalled rank was not killed")
-    others = [r for r in range(WORLD) if r != STALL_RANK]
+    _require(last[bad_rank] == bad_step - 1, f"stalled rank last step {last}")
+    _require(bad_rank not in f["timed_out_ranks"], "the stalled rank timed out itself")
+    _require(f["ranks"][str(bad_rank)]["first_error"] is None, "the stalled rank raised")
+    _require(f["ranks"][str(bad_rank)]["exitcode"] == -15, "the stalled rank was not killed")
+    others = [r for r in range(WORLD) if r != bad_rank]
     _require(_cascade(f, others), f"timed out: {f['timed_out_ranks']}")
-    _require(all(last[r] == STALL_STEP - 1 for r in others), f"last steps {last}")
+    _require(all(last[r] == bad_step - 1 for r in others), f"last steps {last}")
     return _label(
-        "hang", ["dead_rank", "straggler"], STALL_STEP, STALL_RANK, f,
-        note=f"rank {STALL_RANK} stopped responding before step {STALL_STEP}'s forward "
+        "hang", ["dead_rank", "straggler"], bad_step, bad_rank, f,
+        note=f"rank {bad_rank} stopped responding before step {bad_step}'s forward "
         f"(sleeps 10x the timeout) and never reached its gradient all-reduce; the others "
         f"timed out in it after {COLLECTIVE_TIMEOUT}s and torchelastic then SIGTERMed rank "
-        f"{STALL_RANK}. dead_rank first (it never came back), straggler accepted",
+        f"{bad_rank}. dead_rank first (it never came back), straggler accepted",
     )
 
 
 def _check_mismatch_detail(run_dir: Path, p: Any) -> dict[str, Any]:
     """DETAIL: every rank raised the CollectiveFingerPrint mismatch at once (no timeout)."""
-    del p
+    bad_rank, bad_step = plan(p, *DEFAULTS["mismatch"])
     f = facts(run_dir)
     texts = rank_texts(run_dir)
     for rank, text in texts.items():
         _require(MISMATCH_MARK in text, f"rank {rank}: no fingerprint mismatch")
-        _require(f"Rank {MISMATCH_RANK} is running collective" in text
+        _require(f"Rank {bad_rank} is running collective" in text
                  or f"Rank {rank} is running collective" in text, "mismatch names no rank")
-    shapes = set(re.findall(rf"Rank {MISMATCH_RANK} is running collective: "
+    shapes = set(re.findall(rf"Rank {bad_rank} is running collective: "
                             r"CollectiveFingerPrint\([^)]*TensorShape=\[(\d+)\]", "\n".join(
                                 texts.values())))
-    _require(shapes == {"2"}, f"rank {MISMATCH_RANK} shapes {shapes}")
+    _require(shapes == {"2"}, f"rank {bad_rank} shapes {shapes}")
     _require(not f["timed_out_ranks"], "a rank timed out: the mismatch did not fail fast")
     last = _last_steps(f)
-    _require(all(s == MISMATCH_STEP - 1 for s in last.values()), f"last steps {last}")
+    _require(all(s == bad_step - 1 for s in last.values()), f"last steps {last}")
     return _label(
-        "crash", "collective_mismatch", MISMATCH_STEP, MISMATCH_RANK, f,
+        "crash", "collective_mismatch", bad_step, bad_rank, f,
         mismatch={"op": "ALLREDUCE", "culprit_shape": [2], "others_shape": [1]},
         note="TORCH_DISTRIBUTED_DEBUG=DETAIL: the ProcessGroupWrapper compares fingerprints "
         "before the collective, so every rank raised at once (no timeout): crash, not hang. "
@@ -343,25 +359,25 @@ def _check_mismatch_detail(run_dir: Path, p: Any) -> dict[str, Any]:
 
 def _check_mismatch_silent(run_dir: Path, p: Any) -> dict[str, Any]:
     """No DETAIL: gloo mixed the mismatched all-reduces, then every rank timed out."""
-    del p
+    bad_rank, bad_step = plan(p, *DEFAULTS["mismatch"])
     f = facts(run_dir)
     texts = rank_texts(run_dir)
     last = _last_steps(f)
     _require(not any(MISMATCH_MARK in t for t in texts.values()), "a fingerprint without DETAIL")
-    _require(last[MISMATCH_RANK] == MISMATCH_STEP - 1, f"culprit last step {last}")
-    others = [r for r in range(WORLD) if r != MISMATCH_RANK]
-    _require(all(last[r] == MISMATCH_STEP for r in others), f"last steps {last}")
+    _require(last[bad_rank] == bad_step - 1, f"culprit last step {last}")
+    others = [r for r in range(WORLD) if r != bad_rank]
+    _require(all(last[r] == bad_step for r in others), f"last steps {last}")
     _require(_cascade(f, list(range(WORLD))), f"timed out {f['timed_out_ranks']}")
-    _require("all_reduce(stat)" in texts[MISMATCH_RANK], "culprit not stuck in its all_reduce")
+    _require("all_reduce(stat)" in texts[bad_rank], "culprit not stuck in its all_reduce")
     _require(all("all_reduce(param.grad)" in texts[r] for r in others), "others elsewhere")
-    at_step = {r: _steps(texts[r])[MISMATCH_STEP]["mean_loss"] for r in others}
-    before = {r: _steps(texts[r])[MISMATCH_STEP - 1]["mean_loss"] for r in others}
+    at_step = {r: _steps(texts[r])[bad_step]["mean_loss"] for r in others}
+    before = {r: _steps(texts[r])[bad_step - 1]["mean_loss"] for r in others}
     return _label(
-        "hang", "collective_mismatch", MISMATCH_STEP, MISMATCH_RANK, f,
+        "hang", "collective_mismatch", bad_step, bad_rank, f,
         mean_loss_at_mismatch_step=at_step, mean_loss_step_before=before,
         note=f"no DETAIL: gloo did not detect the size mismatch; ranks {others} finished "
-        f"step {MISMATCH_STEP}'s all_reduce(stat) with corrupted values while rank "
-        f"{MISMATCH_RANK} stayed in it, then the ranks timed out (rank {MISMATCH_RANK} in "
+        f"step {bad_step}'s all_reduce(stat) with corrupted values while rank "
+        f"{bad_rank} stayed in it, then the ranks timed out (rank {bad_rank} in "
         "all_reduce(stat), the others in the next step's all_reduce(param.grad); a rank "
         "whose peer exited first sees 'Connection closed by peer'): hang",
     )
@@ -369,22 +385,23 @@ def _check_mismatch_silent(run_dir: Path, p: Any) -> dict[str, Any]:
 
 def _check_uneven(run_dir: Path, p: Any) -> dict[str, Any]:
     """Rank 0 ran out of batches a step early and waited in the barrier; all timed out."""
+    bad_rank, _ = plan(p, *DEFAULTS["uneven"])
     f = facts(run_dir)
     steps = p.steps or UNEVEN_STEPS
     texts = rank_texts(run_dir)
     last = _last_steps(f)
-    _require(last[SHORT_RANK] == steps - 1, f"short rank last step {last}")
-    _require(f"epoch 0 done after {steps - 1} steps" in texts[SHORT_RANK], "no epoch end")
-    _require("in barrier" in texts[SHORT_RANK], "short rank not in the barrier")
-    others = [r for r in range(WORLD) if r != SHORT_RANK]
+    _require(last[bad_rank] == steps - 1, f"short rank last step {last}")
+    _require(f"epoch 0 done after {steps - 1} steps" in texts[bad_rank], "no epoch end")
+    _require("in barrier" in texts[bad_rank], "short rank not in the barrier")
+    others = [r for r in range(WORLD) if r != bad_rank]
     _require(all(last[r] == steps - 1 for r in others), f"last steps {last}")
     _require(all("epoch 0 done" not in texts[r] for r in others), "a long rank ended its epoch")
     _require(_cascade(f, list(range(WORLD))), "a rank neither timed out nor lost its peer")
     return _label(
-        "hang", "uneven_batches", steps, SHORT_RANK, f,
-        batches_per_rank={str(r): steps - 1 if r == SHORT_RANK else steps
+        "hang", "uneven_batches", steps, bad_rank, f,
+        batches_per_rank={str(r): steps - 1 if r == bad_rank else steps
                           for r in range(WORLD)},
-        note=f"rank {SHORT_RANK}'s shard had {steps - 1} batches, the others' {steps}: it "
+        note=f"rank {bad_rank}'s shard had {steps - 1} batches, the others' {steps}: it "
         f"ended its epoch after step {steps - 1} and waited in dist.barrier() while the "
         f"others waited in step {steps}'s gradient all-reduce; each side timed out "
         f"(a rank whose peer exited first saw 'Connection closed by peer')",
