@@ -131,12 +131,15 @@ def step_walls(run: Run) -> pd.DataFrame:
     keep &= np.isin(tag.cat.codes.to_numpy(), allowed)
     if not keep.any():
         return pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
+    source = df["source"]
+    if not isinstance(source.dtype, pd.CategoricalDtype):
+        source = source.astype("category")
     sub = pd.DataFrame({
         "rank": df["rank"].to_numpy(dtype="float64", na_value=-1.0)[keep].astype(np.int64),
         "segment": df["segment"].to_numpy()[keep],
         "step": df["step"].to_numpy(dtype="int64")[keep],
         "wall_time": df["wall_time"].to_numpy(dtype="float64")[keep],
-        "source": df["source"].astype(str).to_numpy()[keep],
+        "source": source.cat.codes.to_numpy()[keep],
     })
     key = ["rank", "segment", "source"]
     counts = sub.groupby(key, sort=True).size().reset_index(name="n")
@@ -145,8 +148,10 @@ def step_walls(run: Run) -> pd.DataFrame:
     sub = sub.merge(best[key], on=key, how="inner")
     main = best.sort_values(["rank", "n"], ascending=[True, False], kind="stable")
     main = main.drop_duplicates("rank")
+    names = source.cat.categories
     out = sub.groupby(["rank", "segment", "step"], sort=True)["wall_time"].min().reset_index()
-    out.attrs["sources"] = dict(zip(main["rank"].tolist(), main["source"].tolist(), strict=True))
+    out.attrs["sources"] = {int(r): str(names[c]) for r, c in zip(
+        main["rank"].tolist(), main["source"].tolist(), strict=True)}
     return out
 
 
@@ -184,9 +189,13 @@ def _intervals(rank: int | None, walls: pd.DataFrame, source: str | None,
                      tuple(dropped))
 
 
-def all_wall_step_times(run: Run, *, skip_first: int = 1) -> dict[int | None, StepTimes]:
-    """:func:`wall_step_times` of every rank at once (``None`` for rows without a rank)."""
-    walls = step_walls(run)
+def all_wall_step_times(run: Run, *, skip_first: int = 1,
+                        walls: pd.DataFrame | None = None) -> dict[int | None, StepTimes]:
+    """:func:`wall_step_times` of every rank at once (``None`` for rows without a rank).
+
+    ``walls``: :func:`step_walls` of the run, when the caller has it already.
+    """
+    walls = step_walls(run) if walls is None else walls
     sources = walls.attrs.get("sources", {})
     out: dict[int | None, StepTimes] = {}
     for r, rows in walls.groupby("rank", sort=True):
@@ -197,54 +206,55 @@ def all_wall_step_times(run: Run, *, skip_first: int = 1) -> dict[int | None, St
     return out
 
 
-def wall_step_times(run: Run, rank: int | None = None, *, skip_first: int = 1) -> StepTimes | None:
+def wall_step_times(run: Run, rank: int | None = None, *, skip_first: int = 1,
+                    walls: pd.DataFrame | None = None) -> StepTimes | None:
     """Seconds per step from the wall time between consecutive logged steps.
 
     See :func:`step_walls` for the clock; intervals never span a segment boundary, and the
     first ``skip_first`` intervals of each segment are dropped. ``rank=None`` takes the
     rows without a rank, else the lowest rank. None when fewer than two intervals remain.
     """
-    every = all_wall_step_times(run, skip_first=skip_first)
+    every = all_wall_step_times(run, skip_first=skip_first, walls=walls)
     if rank is None and None not in every:
         ranked = sorted(r for r in every if r is not None)
         return every[ranked[0]] if ranked else None
     return every.get(rank)
 
 
+def all_tag_step_times(run: Run, *, skip_first: int = 1) -> dict[int | None, StepTimes]:
+    """Seconds per step of every rank from ``step_time`` (s), else ``step_time_ms``.
+
+    The first ``skip_first`` points of each segment are dropped (warm-up); ranks with
+    fewer than two points left are absent.
+    """
+    out: dict[int | None, StepTimes] = {}
+    for tag, scale in (("step_time_ms", 1e-3), ("step_time", 1.0)):  # seconds win
+        for rank, seconds in rank_series(run, tag, skip_first=skip_first, scale=scale).items():
+            if len(seconds) >= 2:
+                ones = pd.Series(1, index=seconds.index, dtype="int64")
+                out[rank] = StepTimes(rank, tag, seconds.astype("float64"), ones, None)
+    return out
+
+
 def tag_step_times(run: Run, rank: int | None = None, *,
                    skip_first: int = 1) -> StepTimes | None:
-    """Seconds per step from an explicit ``step_time`` (s) or ``step_time_ms`` tag.
+    """Seconds per step of one rank from an explicit ``step_time`` or ``step_time_ms`` tag.
 
-    The first ``skip_first`` points of each segment are dropped (warm-up). None when the
+    ``rank=None`` takes the rows without a rank, else the lowest rank. None when the
     run has neither tag for this rank, or fewer than two points remain.
     """
-    for tag, scale in (("step_time", 1.0), ("step_time_ms", 1e-3)):
-        df = run.scalars
-        mask = np.array((df["tag"] == tag).to_numpy(dtype=bool), copy=True)
-        if rank is not None:
-            mask &= (df["rank"] == rank).to_numpy(dtype=bool, na_value=False)
-        if not mask.any():
-            continue
-        rows = df.loc[mask, ["step", "segment", "value"]]
-        rows = rows[np.isfinite(rows["value"].to_numpy(dtype="float64"))]
-        rows = rows.drop_duplicates(["segment", "step"], keep="last").sort_values(
-            ["segment", "step"])
-        keep = rows.groupby("segment", observed=True).cumcount() >= skip_first
-        dropped = tuple(int(s) for s in rows.loc[~keep, "step"])
-        rows = rows[keep].drop_duplicates("step", keep="last")
-        if len(rows) < 2:
-            continue
-        index = pd.Index(rows["step"].to_numpy(dtype="int64"), name="step")
-        seconds = pd.Series(rows["value"].to_numpy(dtype="float64") * scale, index=index)
-        return StepTimes(rank, tag, seconds, pd.Series(1, index=index, dtype="int64"), None,
-                         dropped)
-    return None
+    every = all_tag_step_times(run, skip_first=skip_first)
+    if rank is None and None not in every:
+        ranked = sorted(r for r in every if r is not None)
+        return every[ranked[0]] if ranked else None
+    return every.get(rank)
 
 
-def step_times(run: Run, rank: int | None = None, *, skip_first: int = 1) -> StepTimes | None:
+def step_times(run: Run, rank: int | None = None, *, skip_first: int = 1,
+               walls: pd.DataFrame | None = None) -> StepTimes | None:
     """The best step-time series of one rank: an explicit tag, else wall-time deltas."""
     return (tag_step_times(run, rank, skip_first=skip_first)
-            or wall_step_times(run, rank, skip_first=skip_first))
+            or wall_step_times(run, rank, skip_first=skip_first, walls=walls))
 
 
 def ranks_of(run: Run) -> list[int]:
@@ -256,17 +266,39 @@ def ranks_of(run: Run) -> list[int]:
 
 def rank_series(run: Run, tag: str, *, skip_first: int = 1,
                 scale: float = 1.0) -> dict[int | None, pd.Series]:
-    """``{rank: finite values of tag × scale}``, the first ``skip_first`` points dropped.
+    """``{rank: finite values of tag × scale}`` by step; the first ``skip_first`` points of
+    each segment are dropped.
 
-    A single-process run gives ``{None: series}``.
+    As :meth:`Run.series` per rank (a step in two segments: the later wins), in one pass
+    over the frame. A run without ranks gives ``{None: series}``.
     """
-    ranks: list[int | None] = list(ranks_of(run)) or [None]
+    df = run.scalars
+    if df.empty:
+        return {}
+    mask = (df["tag"] == tag).to_numpy(dtype=bool)
+    if not mask.any():
+        return {}
+    sub = pd.DataFrame({
+        "rank": df["rank"].to_numpy(dtype="float64", na_value=-1.0)[mask].astype(np.int64),
+        "step": df["step"].to_numpy(dtype="int64")[mask],
+        "segment": df["segment"].to_numpy()[mask],
+        "value": df["value"].to_numpy(dtype="float64")[mask],
+    })
+    if (sub["rank"] >= 0).any():
+        sub = sub[sub["rank"] >= 0]
+    sub = sub.sort_values(["rank", "step", "segment"], kind="stable")
+    sub = sub.drop_duplicates(["rank", "step"], keep="last")
+    sub = sub[np.isfinite(sub["value"].to_numpy())]
+    if skip_first > 0:
+        order = sub.sort_values(["rank", "segment", "step"], kind="stable")
+        first = order.groupby(["rank", "segment"], sort=False).cumcount() < skip_first
+        sub = sub.drop(index=order.index[first.to_numpy()])
     out: dict[int | None, pd.Series] = {}
-    for r in ranks:
-        s = run.series(tag, rank=r)
-        s = s[np.isfinite(s.to_numpy(dtype="float64"))].sort_index()
-        if len(s) > skip_first:
-            out[r] = s.iloc[skip_first:] * scale
+    for r, rows in sub.groupby("rank", sort=True):
+        if len(rows) >= 1:
+            out[None if int(r) < 0 else int(r)] = pd.Series(
+                rows["value"].to_numpy() * scale,
+                index=pd.Index(rows["step"].to_numpy(), name="step"), name=tag)
     return out
 
 
@@ -356,7 +388,7 @@ def run_average_step_time(run: Run) -> float | None:
     return float(1.0 / values[-1]) if values.size else None
 
 
-def arrival_lags(run: Run) -> pd.DataFrame:
+def arrival_lags(run: Run, walls: pd.DataFrame | None = None) -> pd.DataFrame:
     """How late each rank logs each step, against the others: one row per step, one column
     per rank, in seconds (``stamp - median of the other ranks' stamps``).
 
@@ -365,7 +397,7 @@ def arrival_lags(run: Run) -> pd.DataFrame:
     every step, a rank that logs *before* the collective and is consistently late is the
     one the others wait for; ranks that log after it show lags near zero.
     """
-    walls = step_walls(run)
+    walls = step_walls(run) if walls is None else walls
     walls = walls[walls["rank"] >= 0]
     if walls.empty or walls["rank"].nunique() < 2:
         return pd.DataFrame()

@@ -9,10 +9,63 @@ import pandas as pd
 
 from autopsy.model.finding import Evidence
 from autopsy.model.run import Run
-from autopsy.signals.steptime import StepTimes, StepTimeStats
+from autopsy.rules.context import RuleContext
+from autopsy.signals.steptime import (
+    StepTimes,
+    StepTimeStats,
+    all_tag_step_times,
+    all_wall_step_times,
+    arrival_lags,
+    step_walls,
+)
 
 #: Threshold shared by every slow rule: steps left out at the start of each segment.
 SKIP_FIRST = 1
+
+
+def _cached(ctx: RuleContext, key: tuple[object, ...], make: object) -> object:
+    """``ctx.shared[key]``, computed by ``make()`` the first time (once per engine run)."""
+    if key not in ctx.shared:
+        ctx.shared[key] = make()  # type: ignore[operator]
+    return ctx.shared[key]
+
+
+def walls(run: Run, ctx: RuleContext) -> pd.DataFrame:
+    """:func:`step_walls` of the run, computed once for every slow rule."""
+    return _cached(ctx, ("slow.walls",), lambda: step_walls(run))  # type: ignore[return-value]
+
+
+def wall_times(run: Run, ctx: RuleContext) -> dict[int | None, StepTimes]:
+    """Wall-time step times of every rank (``skip_first`` of the rule), computed once."""
+    skip = int(ctx["skip_first"])
+    return _cached(ctx, ("slow.wall_times", skip), lambda: all_wall_step_times(  # type: ignore
+        run, skip_first=skip, walls=walls(run, ctx)))
+
+
+def tag_times(run: Run, ctx: RuleContext) -> dict[int | None, StepTimes]:
+    """Step times of every rank from explicit tags, computed once."""
+    skip = int(ctx["skip_first"])
+    return _cached(ctx, ("slow.tag_times", skip),  # type: ignore[return-value]
+                   lambda: all_tag_step_times(run, skip_first=skip))
+
+
+def lags(run: Run, ctx: RuleContext) -> pd.DataFrame:
+    """:func:`arrival_lags` of the run, computed once."""
+    return _cached(ctx, ("slow.lags",),  # type: ignore[return-value]
+                   lambda: arrival_lags(run, walls(run, ctx)))
+
+
+def _pick(every: dict[int | None, StepTimes], rank: int | None) -> StepTimes | None:
+    if rank is None and None not in every:
+        ranked = sorted(r for r in every if r is not None)
+        return every[ranked[0]] if ranked else None
+    return every.get(rank)
+
+
+def reference_times(run: Run, ctx: RuleContext, rank: int | None = None) -> StepTimes | None:
+    """The step times of ``rank`` (None: the single process, else the lowest rank): an
+    explicit tag, else wall-time deltas."""
+    return _pick(tag_times(run, ctx), rank) or _pick(wall_times(run, ctx), rank)
 
 
 def seconds(value: float) -> str:

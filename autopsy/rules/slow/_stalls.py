@@ -6,13 +6,8 @@ from dataclasses import dataclass
 
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
-from autopsy.signals.steptime import (
-    Stalls,
-    StepTimes,
-    config_periods,
-    find_stalls,
-    step_times,
-)
+from autopsy.rules.slow._slow import reference_times
+from autopsy.signals.steptime import Stalls, StepTimes, config_periods, find_stalls
 
 
 @dataclass(frozen=True)
@@ -38,7 +33,7 @@ def run_stalls(run: Run, ctx: RuleContext) -> RunStalls | None:
     if key in ctx.shared:
         return ctx.shared[key]  # type: ignore[no-any-return]
     out = None
-    times = step_times(run, skip_first=int(ctx["skip_first"]))
+    times = reference_times(run, ctx)
     if times is not None:
         periods = config_periods(run)
         found = find_stalls(times, ratio=float(ctx["ratio"]), min_extra=float(ctx["min_extra_s"]),

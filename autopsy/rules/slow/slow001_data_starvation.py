@@ -11,8 +11,15 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.slow._slow import SKIP_FIRST, first_step, median, seconds
-from autopsy.signals.steptime import all_wall_step_times, rank_series, tag_step_times
+from autopsy.rules.slow._slow import (
+    SKIP_FIRST,
+    first_step,
+    median,
+    seconds,
+    tag_times,
+    wall_times,
+)
+from autopsy.signals.steptime import rank_series
 
 
 @dataclass(frozen=True)
@@ -34,16 +41,18 @@ def _merged(run: Run, tag: str, skip: int) -> dict[int | None, pd.Series]:
     return out
 
 
-def rank_shares(run: Run, skip: int) -> list[RankShare]:
+def rank_shares(run: Run, ctx: RuleContext) -> list[RankShare]:
     """Each rank's data share, from ``data_time`` or from ``compute_time`` and the step time."""
+    skip = int(ctx["skip_first"])
     data = _merged(run, "data_time", skip)
     compute = _merged(run, "compute_time", skip)
-    walls = all_wall_step_times(run, skip_first=skip)
+    walls = wall_times(run, ctx)
+    tagged = tag_times(run, ctx)
     out = []
     for r in sorted(set(data) | set(compute), key=lambda x: -1 if x is None else x):
         d = median(data[r]) if r in data else math.nan
         c = median(compute[r]) if r in compute else math.nan
-        explicit = tag_step_times(run, r, skip_first=skip)
+        explicit = tagged.get(r)
         wall = walls.get(r) or (walls.get(min(walls, key=lambda x: x or 0)) if r is None
                                 and walls else None)
         total, how, step_series = math.nan, "", None
@@ -126,8 +135,7 @@ def data_starvation(run: Run, ctx: RuleContext) -> Finding | None:
         Per rank: the median data time, compute time and step time, the data share,
         and how the step time was measured; the loader settings the config gives.
     """
-    skip = int(ctx["skip_first"])
-    shares = rank_shares(run, skip)
+    shares = rank_shares(run, ctx)
     if not shares:
         return None
     starved = [s for s in shares if s.share >= ctx["warn_share"]]

@@ -12,8 +12,8 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.slow._slow import SKIP_FIRST, first_step, median, seconds
-from autopsy.signals.steptime import all_wall_step_times, arrival_lags, rank_series
+from autopsy.rules.slow._slow import SKIP_FIRST, first_step, lags, median, seconds, wall_times
+from autopsy.signals.steptime import rank_series
 
 
 @dataclass
@@ -73,10 +73,10 @@ def by_component(run: Run, ctx: RuleContext, period: dict[int, float]) -> Slow |
 
 def by_arrival(run: Run, ctx: RuleContext, period: dict[int, float]) -> Slow | None:
     """A rank that logs each step well after the others (signal B)."""
-    lags = arrival_lags(run)
-    if lags.empty or lags.shape[1] < 2:
+    late = lags(run, ctx)
+    if late.empty or late.shape[1] < 2:
         return None
-    kept = lags.iloc[int(ctx["skip_first"]):]
+    kept = late.iloc[int(ctx["skip_first"]):]
     if len(kept) < 3:
         return None
     meds = kept.median()
@@ -91,7 +91,7 @@ def by_arrival(run: Run, ctx: RuleContext, period: dict[int, float]) -> Slow | N
     if last < ctx["last_share"]:
         return None
     others = float(np.median(meds.drop(top).to_numpy()))
-    return Slow(top, "arrival", lag, others, lag, last, _onset(lags[top], 0.5 * lag, run, top),
+    return Slow(top, "arrival", lag, others, lag, last, _onset(late[top], 0.5 * lag, run, top),
                 {"lag_s": round(lag, 6), "step_s": round(ref, 6)})
 
 
@@ -138,8 +138,8 @@ def straggler(run: Run, ctx: RuleContext) -> Finding | None:
         the other ranks', how often it was the slowest, and the time the others
         lose per step.
     """
-    walls = all_wall_step_times(run, skip_first=int(ctx["skip_first"]))
-    period = {int(r): median(t.seconds) for r, t in walls.items() if r is not None}
+    period = {int(r): median(t.seconds) for r, t in wall_times(run, ctx).items()
+              if r is not None}
     ranks = sorted(period) or sorted(r for r in rank_series(run, "data_time") if r is not None)
     if len(ranks) < 2 and len(period) < 2:
         found = by_component(run, ctx, period)

@@ -8,9 +8,9 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.slow._slow import SKIP_FIRST, seconds
+from autopsy.rules.slow._slow import SKIP_FIRST, reference_times, seconds
 from autopsy.rules.slow._stalls import STALL_THRESHOLDS, run_stalls
-from autopsy.signals.steptime import step_times, summarize
+from autopsy.signals.steptime import summarize
 
 
 @rule(
@@ -57,8 +57,7 @@ def slowing_down(run: Run, ctx: RuleContext) -> Finding | None:
         The fitted step time at the start and the end, the slope and its
         confidence interval, and the step from which the run was noticeably slower.
     """
-    skip = int(ctx["skip_first"])
-    times = step_times(run, skip_first=skip)
+    times = reference_times(run, ctx)
     if times is None or len(times.seconds) < int(ctx["min_points"]):
         return None
     stalls = run_stalls(run, ctx)

@@ -10,9 +10,9 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.slow._slow import SKIP_FIRST, first_step, median, seconds
+from autopsy.rules.slow._slow import SKIP_FIRST, first_step, median, reference_times, seconds
 from autopsy.signals.hardware import Precision, find_accelerator
-from autopsy.signals.steptime import ranks_of, run_average_step_time, step_times
+from autopsy.signals.steptime import ranks_of, run_average_step_time
 
 PARAM_KEYS = ("num_parameters", "n_params", "num_params", "model_parameters", "n_params_estimate")
 SEQ_KEYS = ("seq_length", "max_seq_length", "seq_len", "sequence_length", "block_size",
@@ -131,7 +131,7 @@ def low_mfu(run: Run, ctx: RuleContext) -> Finding | None:
     peak, precision = _peak(run, ctx)
     if n is None or tokens is None or peak is None:
         return None
-    times = step_times(run, skip_first=int(ctx["skip_first"]))
+    times = reference_times(run, ctx)
     step_s = median(times.seconds) if times is not None else math.nan
     how = "the median step time"
     if not math.isfinite(step_s) or step_s <= 0:
