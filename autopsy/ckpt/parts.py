@@ -41,6 +41,8 @@ class Slot:
     required: bool = True
     effect: str = ""
     not_applicable: str = ""
+    #: Key path of ``value`` inside its file (``"optimizer."``, ``"optimizer_states.0."``).
+    prefix: str = ""
 
 
 @dataclass

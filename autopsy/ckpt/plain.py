@@ -139,6 +139,12 @@ def gather_torch(parts: Parts, path: Path) -> None:
             slot.value = found[0]
             slot.where = f"{path.name}: {key}" if key else path.name
             slot.files.append(loaded)
+            raw = unwrap(obj[key]) if key else None
+            if isinstance(raw, (list, tuple)):
+                index = next((i for i, v in enumerate(raw) if unwrap(v) is found[0]), 0)
+                slot.prefix = f"{key}.{index}."
+            elif key:
+                slot.prefix = f"{key}."
             if len(found) > 1:
                 slot.notes.append(f"{len(found)} of them; the first is checked")
 

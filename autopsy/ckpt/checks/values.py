@@ -36,7 +36,8 @@ def check(judge: Judge) -> dict[str, int]:
     }
     opt = parts.slot(Part.OPTIMIZER)
     if not groups[Part.OPTIMIZER] and isinstance(opt.value, dict):
-        groups[Part.OPTIMIZER] = [(k, v) for k, v in walk_tensors(opt.value.get("state"), "state")
+        state = walk_tensors(opt.value.get("state"), f"{opt.prefix}state")
+        groups[Part.OPTIMIZER] = [(k, v) for k, v in state
                                   if k.rsplit(".", 1)[-1] != "step"]
     counts = {"tensors": 0, "checked": 0, "nonfinite": 0}
     for part, tensors in groups.items():

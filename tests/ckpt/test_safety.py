@@ -1,0 +1,129 @@
+"""Hostile pickles are reported and never run; benign globals are not flagged; the audit
+writes nothing; ``--scan-values`` finds NaN moments."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import builders
+import pytest
+
+from autopsy.ckpt import CheckpointAudit, audit_path
+
+
+def _codes(audit: CheckpointAudit) -> set[str]:
+    return {f.code for f in audit.findings}
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every path under ``root`` with its size and mtime (ns)."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            st = p.stat()
+            out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+@pytest.mark.parametrize(("name", "target", "component"), [
+    ("training_args.bin", "os.system", "training_args"),
+    ("rng_state.pth", "builtins.exec", "rng"),
+    ("optimizer.pt", "os.system", "optimizer"),
+])
+def test_hostile_pickle_is_reported_and_never_runs(hf_run: builders.Built, tmp_path: Path,
+                                                   name: str, target: str,
+                                                   component: str) -> None:
+    marker = tmp_path / "PWNED"
+    built = builders.copy_built(hf_run, tmp_path / "run")
+    built = builders.hostile_pickle(built, name, target=target, marker=marker)
+    assert built.detail["global_name"] in builders.pickle_globals(built.file(name))
+    report = audit_path(built.run_dir, scan_values=True)
+    audit = report.picked
+    assert not marker.exists()
+    comp = audit.component(component)
+    assert comp is not None and comp.status.value == "unsafe"
+    assert not audit.resumable and "CKPT030" in _codes(audit)
+    finding = next(f for f in audit.findings if f.code == "CKPT030")
+    assert finding.cause == "unsafe_pickle" and name in finding.message
+    assert built.detail["global_name"] in finding.message
+    assert report.newest_resumable is not None  # the older checkpoint is untouched
+
+
+class _Payload:
+    """Pickles as a call of os.system that would create the marker."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_hostile_raw_pickle_and_legacy_torch_file(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    marker = tmp_path / "PWNED"
+    legacy = tmp_path / "legacy.pt"
+    torch.save({"model": {"w": torch.zeros(2)}, "step": 3, "hook": _Payload(marker)}, legacy,
+               _use_new_zipfile_serialization=False)
+    audit = audit_path(legacy).picked
+    assert not marker.exists() and "CKPT030" in _codes(audit) and not audit.resumable
+    assert any("system" in f.message for f in audit.findings if f.code == "CKPT030")
+    raw = tmp_path / "raw.pkl"
+    import pickle
+
+    raw.write_bytes(builders.splice_payload(pickle.dumps({"step": 1}, protocol=2),
+                                            "builtins.exec", marker))
+    audit = audit_path(raw).picked
+    assert not marker.exists() and "CKPT030" in _codes(audit)
+
+
+def test_benign_globals_are_not_flagged(hf_run: builders.Built, dcp_ckpt: builders.Built,
+                                        accelerate_ckpt: builders.Built) -> None:
+    # numpy arrays in rng_state.pth, TrainingArguments, DCP's torch.serialization._get_layout
+    for path in (hf_run.path, dcp_ckpt.path, accelerate_ckpt.path):
+        audit = audit_path(path).picked
+        assert "CKPT030" not in _codes(audit), path
+        assert all(c.status.value != "unsafe" for c in audit.components)
+
+
+def test_the_audit_writes_nothing(hf_run: builders.Built, tmp_path: Path) -> None:
+    built = builders.copy_built(hf_run, tmp_path / "run")
+    before = _tree(built.run_dir)
+    audit_path(built.run_dir)
+    audit_path(built.path, scan_values=True, world_size=2)
+    assert _tree(built.run_dir) == before
+
+
+def test_nan_moments_found_with_scan_values(hf_run: builders.Built, tmp_path: Path) -> None:
+    built = builders.nan_moments(builders.copy_built(hf_run, tmp_path / "run"))
+    assert audit_path(built.path).picked.resumable  # metadata alone cannot see it
+    report = audit_path(built.run_dir, scan_values=True)
+    audit = report.picked
+    assert not audit.resumable
+    assert audit.component("optimizer").status.value == "corrupt"
+    finding = next(f for f in audit.findings if f.code == "CKPT031")
+    assert finding.cause == "nonfinite_state"
+    key = built.detail["key"]
+    assert any(e.key == key and e.numbers["nan"] == 1 for e in finding.evidence)
+    assert "every resume" in finding.message
+    assert report.newest_resumable is not None
+
+
+def test_near_miss_finite_values_pass_the_scan(hf_run: builders.Built) -> None:
+    audit = audit_path(hf_run.path, scan_values=True).picked
+    assert audit.resumable and "CKPT031" not in _codes(audit)
+    assert any("finite" in e for e in audit.component("optimizer").evidence)
+    assert any("finite" in e for e in audit.component("weights").evidence)
+
+
+def test_nan_in_a_plain_dict_and_in_lightning(plain_stateful: builders.Built,
+                                              lightning_ckpt: builders.Built,
+                                              tmp_path: Path) -> None:
+    for built in (plain_stateful, lightning_ckpt):
+        broken = builders.nan_moments(builders.copy_built(built, tmp_path / built.layout))
+        audit = audit_path(broken.path, scan_values=True).picked
+        assert "CKPT031" in _codes(audit), built.layout
+        finding = next(f for f in audit.findings if f.code == "CKPT031")
+        assert any(e.key == broken.detail["key"] for e in finding.evidence)
