@@ -207,6 +207,41 @@ def _train_accelerate(output_dir: str, launch: int, p: Any) -> None:
     print(f"saved {ACCELERATE_DIR}: {', '.join(built.files)}", flush=True)
 
 
+DCP_DIR = f"step_{PLAIN_STEPS}"
+
+
+def _train_layout(kind: str) -> Callable[[str, int, Any], None]:
+    """A plain loop saved in another framework's layout (DeepSpeed, DCP, Lightning)."""
+
+    def train(output_dir: str, launch: int, p: Any) -> None:
+        del launch, p
+        logger = _plain_logger(output_dir, {
+            "learning_rate": 1e-2, "warmup_steps": 2, "lr_scheduler_type": "linear",
+            "max_grad_norm": 1.0, "max_steps": PLAIN_STEPS, "per_device_train_batch_size": 8,
+            "framework": kind,
+        })
+        b, out = builders(), Path(output_dir)
+        log = lambda step, scalars: logger.step(step, **scalars)  # noqa: E731
+        if kind == "deepspeed":
+            built = b.deepspeed_checkpoint(out, steps=PLAIN_STEPS, log=log)
+        elif kind == "dcp":
+            built = b.dcp_checkpoint(out / DCP_DIR, steps=PLAIN_STEPS, log=log)
+        else:
+            built = b.lightning_checkpoint(out, steps=PLAIN_STEPS, log=log)
+        logger.close()
+        print(f"saved {built.layout}: {', '.join(built.files)}", flush=True)
+
+    return train
+
+
+def _train_hf_torn(output_dir: str, launch: int, p: Any) -> None:
+    """An HF run whose last save was cut before trainer_state.json (written last)."""
+    del launch, p
+    _hf_run(output_dir)
+    built = builders().drop_trainer_state(_newest(output_dir))
+    print(f"defect applied to {built.path.name}: {built.defect}", flush=True)
+
+
 # --------------------------------------------------------------------------------------------
 # Self-checks: what is really on disk
 # --------------------------------------------------------------------------------------------
@@ -480,6 +515,72 @@ def _check_accelerate(run_dir: Path, p: Any) -> dict[str, Any]:
     return _label(run_dir, ACCELERATE_DIR, MAX_STEPS, comps, newest_resumable=ACCELERATE_DIR)
 
 
+def _check_deepspeed(run_dir: Path, p: Any) -> dict[str, Any]:
+    """``latest`` names the step folder; the model states and every rank's ZeRO partition."""
+    import torch
+
+    del p
+    b = builders()
+    tag = (run_dir / "latest").read_text(encoding="utf-8").strip()
+    _require(tag == f"global_step{PLAIN_STEPS}", f"latest = {tag}")
+    folder = run_dir / tag
+    model = torch.load(folder / "mp_rank_00_model_states.pt", weights_only=False)
+    _require(model["global_steps"] == PLAIN_STEPS and not _nonfinite(model["module"]), "model")
+    ranks = sorted(folder.glob("zero_pp_rank_*_mp_rank_00_optim_states.pt"))
+    _require(len(ranks) == model["dp_world_size"], f"{len(ranks)} optimizer partitions")
+    with b._fake_module("deepspeed.runtime.fp16.loss_scaler",
+                        LossScaler=type("LossScaler", (), {})):
+        optims = [torch.load(f, weights_only=False)["optimizer_state_dict"] for f in ranks]
+    _require(all(o["partition_count"] == [len(ranks)] for o in optims), "partition counts")
+    comps = {
+        "weights": "ok",
+        "optimizer": "corrupt" if any(_nonfinite(o["base_optimizer_state"]) for o in optims)
+        else "ok",
+        "scheduler": "ok" if model["lr_scheduler"]["last_epoch"] == PLAIN_STEPS else "missing",
+    }
+    return _label(run_dir, tag, PLAIN_STEPS, comps, newest_resumable=tag,
+                  world_size=len(ranks), zero_stage=optims[0]["zero_stage"])
+
+
+def _check_dcp(run_dir: Path, p: Any) -> dict[str, Any]:
+    """The DCP folder loads back (``dcp.load`` into a template) with its step and scheduler."""
+    import warnings
+
+    import torch.distributed.checkpoint as dcp
+
+    del p
+    folder = run_dir / DCP_DIR
+    _require(sorted(f.name for f in folder.iterdir()) == [".metadata", "__0_0.distcp"],
+             "DCP files")
+    model = builders().tiny_mlp()
+    state = {"model": model.state_dict(), "step": 0, "lr_scheduler": {"last_epoch": 0}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dcp.load(state, checkpoint_id=str(folder))
+    _require(state["step"] == PLAIN_STEPS == state["lr_scheduler"]["last_epoch"], "step")
+    comps = {"weights": "corrupt" if _nonfinite(state["model"]) else "ok", "scheduler": "ok"}
+    return _label(run_dir, DCP_DIR, PLAIN_STEPS, comps, newest_resumable=DCP_DIR)
+
+
+def _check_lightning(run_dir: Path, p: Any) -> dict[str, Any]:
+    """One ``.ckpt`` with the keys Lightning writes, at step 12."""
+    import torch
+
+    del p
+    ckpts = sorted(run_dir.glob("lightning_logs/version_0/checkpoints/*.ckpt"))
+    _require(len(ckpts) == 1, f"checkpoints {ckpts}")
+    obj = torch.load(ckpts[0], weights_only=False)
+    _require(obj["global_step"] == PLAIN_STEPS, f"global_step {obj['global_step']}")
+    comps = {
+        "weights": "ok" if obj["state_dict"] else "missing",
+        "optimizer": "corrupt" if _nonfinite(obj["optimizer_states"]) else "ok",
+        "scheduler": "ok" if obj["lr_schedulers"] else "missing",
+    }
+    rel = str(ckpts[0].relative_to(run_dir))
+    return _label(run_dir, rel, PLAIN_STEPS, comps, newest_resumable=rel,
+                  lightning_keys=sorted(obj))
+
+
 # --------------------------------------------------------------------------------------------
 # The registry
 # --------------------------------------------------------------------------------------------
@@ -568,6 +669,14 @@ SPECS: tuple[Spec, ...] = (
         check=_check_hf_hostile, conclusion=_verdict,
     ),
     Spec(
+        name="ckpt_hf_torn_save",
+        situation="the newest checkpoint has no trainer_state.json: the save was cut before "
+        "its last file (torn save)",
+        how=_HF + f"; `{_CK}/trainer_state.json` deleted after the run",
+        train=_train_hf_torn,
+        check=_hf_defect_check("trainer_state", "missing"), conclusion=_verdict,
+    ),
+    Spec(
         name="ckpt_accelerate_good",
         situation="a complete accelerate save_state folder with the dataloader's position",
         how=f"MLP, accelerate (CPU, `use_stateful_dataloader=True`), AdamW 1e-2, warm-up + "
@@ -594,6 +703,32 @@ SPECS: tuple[Spec, ...] = (
         "{model, optimizer, scheduler, scaler, rng} only",
         train=_train_plain_no_data,
         check=lambda run_dir, p: _check_plain(run_dir, data=False), conclusion=_verdict,
+    ),
+    Spec(
+        name="ckpt_deepspeed_good",
+        situation="a complete DeepSpeed ZeRO-2 checkpoint (2 ranks) with its `latest` file",
+        how=f"MLP, plain loop, AdamW 1e-2, {PLAIN_STEPS} steps; saved in DeepSpeed's documented "
+        "layout with torch.save (deepspeed does not install here): `latest`, "
+        f"`global_step{PLAIN_STEPS}/mp_rank_00_model_states.pt` and one "
+        "`zero_pp_rank_R_mp_rank_00_optim_states.pt` per rank (flat fp32 partitions + Adam "
+        "state)",
+        train=_train_layout("deepspeed"), check=_check_deepspeed, conclusion=_verdict,
+    ),
+    Spec(
+        name="ckpt_dcp_good",
+        situation="a torch.distributed.checkpoint folder (model, optimizer, lr_scheduler, step)",
+        how=f"MLP, plain loop, AdamW 1e-2, {PLAIN_STEPS} steps; `dcp.save` in one process into "
+        f"`{DCP_DIR}/` (`.metadata` + `__0_0.distcp`)",
+        train=_train_layout("dcp"), check=_check_dcp, conclusion=_verdict,
+    ),
+    Spec(
+        name="ckpt_lightning_good",
+        situation="a Lightning-layout .ckpt (state_dict, optimizer_states, lr_schedulers, "
+        "loops, callbacks, global_step)",
+        how=f"MLP, plain loop, AdamW 1e-2, {PLAIN_STEPS} steps; torch.save of Lightning's "
+        "documented checkpoint dict (lightning does not install here) as "
+        "`lightning_logs/version_0/checkpoints/epoch=E-step=N.ckpt`",
+        train=_train_layout("lightning"), check=_check_lightning, conclusion=_verdict,
     ),
 )
 
