@@ -58,6 +58,12 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
     ),
     # DeepSpeed ``wall_clock_breakdown`` and Megatron timers (milliseconds).
     "compute_time_ms": ("forward_backward", "forward_backward_time_ms", "compute_time_ms"),
+    # Model FLOP/s per device as the framework computes it (Megatron prints TFLOP/s per GPU).
+    "tflops_per_device": (
+        "throughput per gpu (tflop/s/gpu)", "throughput_per_gpu_(tflop/s/gpu)", "tflops",
+        "tflops_per_gpu", "train/tflops", "tflops_per_device",
+    ),
+    "global_batch_size": ("global batch size", "global_batch_size"),
     "tokens_per_step": ("tokens_per_step", "train/tokens_per_step", "tokens_per_iteration",
                         "num_tokens_per_step"),
     "throughput": (

@@ -42,3 +42,11 @@ def test_unknown_inputs_pass_and_impossible_inputs_are_a_note() -> None:
     assert findings(timed_run({None: jitter(50, 2.0)}), "SLOW005", gpu="h100") == []
     (note,) = findings(_run(0.01), "SLOW005", gpu="h100")  # 1000% MFU
     assert note.severity is Severity.INFO and note.cause is None
+
+
+def test_fires_from_the_flops_a_megatron_run_logs_itself() -> None:
+    run = timed_run({None: jitter(30, 1.0)}, config={"bf16": True},
+                    tags={"throughput per GPU (TFLOP/s/GPU)": {None: jitter(30, 40.0)}})
+    (f,) = findings(run, "SLOW005", gpu="a100", peak_flops=0.0)
+    assert f.cause == "low_mfu" and f.severity is Severity.WARNING  # 40 of 312: 12.8%
+    assert f.evidence[0].tag == "tflops_per_device"

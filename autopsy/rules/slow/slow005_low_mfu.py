@@ -51,8 +51,12 @@ def _tokens_per_step(run: Run, ctx: RuleContext, world: int) -> Known | None:
     tag = median(run.series("tokens_per_step"))
     if math.isfinite(tag) and tag > 0:
         return Known(tag, "the tokens_per_step tag (median)")
-    batch = _config(run, ("per_device_train_batch_size",))
     seq = _config(run, SEQ_KEYS)
+    global_batch = median(run.series("global_batch_size"))
+    if seq is not None and math.isfinite(global_batch) and global_batch > 0:
+        return Known(global_batch * seq.value,
+                     f"global batch size {global_batch:g} (logged) × {seq.source}")
+    batch = _config(run, ("per_device_train_batch_size",))
     if batch is None or seq is None:
         return None
     accum = _config(run, ("gradient_accumulation_steps",))
@@ -102,10 +106,12 @@ def low_mfu(run: Run, ctx: RuleContext) -> Finding | None:
         transformer training reaches 0.35-0.55. The inputs: N from ``n_params`` or
         the config (``num_parameters``, or the estimate from the model's
         ``config.json``); tokens per step from ``tokens_per_step`` or the config
-        (micro-batch × accumulation × ranks × sequence length); the peak from
-        ``peak_flops`` or the accelerator named by ``gpu`` (``h100``, ``a100``,
-        ``mi300x``...) or the config, in the run's precision (bf16/fp16/fp32). The
-        rule says nothing when any input is unknown.
+        (micro-batch × accumulation × ranks × sequence length, or a logged global
+        batch size × sequence length); the peak from ``peak_flops`` or the
+        accelerator named by ``gpu`` (``h100``, ``a100``, ``mi300x``...) or the
+        config, in the run's precision (bf16/fp16/fp32). A run that logs its own
+        FLOP/s per device (Megatron's ``throughput per GPU (TFLOP/s/GPU)``) needs only
+        the peak. The rule says nothing when an input is unknown.
 
     Why it happens:
         The accelerator waits: for data (SLOW001), for other ranks (SLOW002), for
@@ -125,11 +131,21 @@ def low_mfu(run: Run, ctx: RuleContext) -> Finding | None:
         where each came from, the achieved FLOP/s per device and the MFU.
     """
     world = _number(run.config.get("world_size")) or float(max(1, len(ranks_of(run))))
+    peak, precision = _peak(run, ctx)
+    if peak is None:
+        return None
     n = (Known(float(ctx["n_params"]), "threshold n_params") if float(ctx["n_params"]) > 0
          else _config(run, PARAM_KEYS))
     tokens = _tokens_per_step(run, ctx, int(world))
-    peak, precision = _peak(run, ctx)
-    if n is None or tokens is None or peak is None:
+    logged = median(run.series("tflops_per_device"))
+    if (n is None or tokens is None) and math.isfinite(logged) and logged > 0:
+        return _judge(ctx, logged * 1e12 / peak.value, logged * 1e12, peak, precision, run, [
+            Evidence(summary=f"the run logs {logged:.4g} TFLOP/s per device (median of the "
+                     f"tflops_per_device tag); peak {peak.value / 1e12:.4g} TFLOP/s: MFU "
+                     f"{logged * 1e12 / peak.value * 100:.3g}%", tag="tflops_per_device",
+                     numbers={"tflops_per_device": logged, "peak_flops": peak.value}),
+            Evidence(summary=f"peak: {peak.source}")])
+    if n is None or tokens is None:
         return None
     times = reference_times(run, ctx)
     step_s = median(times.seconds) if times is not None else math.nan
@@ -154,6 +170,12 @@ def low_mfu(run: Run, ctx: RuleContext) -> Finding | None:
         Evidence(summary=f"tokens per step: {tokens.source}"),
         Evidence(summary=f"peak: {peak.source}"),
     ]
+    return _judge(ctx, mfu, achieved, peak, precision, run, evidence)
+
+
+def _judge(ctx: RuleContext, mfu: float, achieved: float, peak: Known, precision: str,
+           run: Run, evidence: list[Evidence]) -> Finding | None:
+    """The finding for an MFU: a note above 100%, an error or warning when low."""
     if mfu > 1.0:
         return ctx.finding(
             message=f"MFU computes to {mfu:.0%}, above 100%: the model size, tokens per step "
