@@ -271,6 +271,31 @@ def _set_args_world_size(path: Path, world_size: int) -> None:
     torch.save(args, path)
 
 
+def grad_scaler_state(steps: int = 4) -> dict[str, Any]:
+    """A real ``torch.amp.GradScaler("cpu")``'s ``state_dict()`` after ``steps`` steps."""
+    return dict(_train_plain(steps, scaler=True).scaler.state_dict())
+
+
+def hf_fp16(built: Built, *, scaler: bool = True) -> Built:
+    """Make an HF checkpoint an fp16 run's: ``training_args.bin`` says ``fp16=True`` and, with
+    ``scaler``, ``scaler.pt`` holds a real GradScaler state (the Trainer saves it when it
+    scales the loss; fp16 training needs a GPU, so the CPU run is relabelled). Without
+    ``scaler`` the scaler file is missing: ``broken`` = ``grad_scaler``.
+    """
+    import torch
+
+    path = built.path / "training_args.bin"
+    args = torch.load(path, weights_only=False)  # the Trainer's own file
+    args.fp16 = True
+    torch.save(args, path)
+    if scaler:
+        torch.save(grad_scaler_state(), built.path / "scaler.pt")
+        return dataclasses.replace(built, files=_listing(built.path),
+                                   detail={**built.detail, "fp16": True})
+    (built.path / "scaler.pt").unlink(missing_ok=True)
+    return _broken(built, "grad_scaler", "fp16 run without scaler.pt", fp16=True)
+
+
 def hf_sharded_weights(out: Path, *, max_shard_size: str = "20KB", width: int = 32) -> Built:
     """``save_pretrained(max_shard_size=...)``: ``model-0000k-of-0000n.safetensors`` + index."""
     _seed(0)

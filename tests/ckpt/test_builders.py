@@ -277,3 +277,14 @@ def test_trainer_state_defects(hf_run: Built, tmp_path: Path) -> None:
     shifted = builders.shift_trainer_state_step(builders.copy_built(hf_run, tmp_path / "s"), 3)
     state = json.loads((shifted.path / "trainer_state.json").read_text("utf-8"))
     assert state["global_step"] == 7 != int(shifted.path.name.split("-")[1])
+
+
+def test_fp16_checkpoint_with_and_without_its_scaler(hf_run: Built, tmp_path: Path) -> None:
+    with_scaler = builders.hf_fp16(builders.copy_built(hf_run, tmp_path / "a"))
+    args = _load(with_scaler.path / "training_args.bin", weights_only=False)
+    assert args.fp16 is True and with_scaler.broken is None
+    scaler = _load(with_scaler.path / "scaler.pt")
+    assert scaler["scale"] > 0 and {"growth_factor", "_growth_tracker"} <= set(scaler)
+    without = builders.hf_fp16(builders.copy_built(hf_run, tmp_path / "b"), scaler=False)
+    assert without.broken == "grad_scaler" and not (without.path / "scaler.pt").exists()
+    assert _load(without.path / "training_args.bin", weights_only=False).fp16 is True
