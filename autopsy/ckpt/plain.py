@@ -209,6 +209,8 @@ def gather_torch(parts: Parts, path: Path) -> None:
         data.notes.append("only a counter: your loop must skip to it (no sampler state)")
     if data.present:
         data.files.append(loaded)
+    else:  # not even a step counter: the resume cannot know where the data was
+        data.required = True
 
     ts = parts.slot(Part.TRAINER_STATE)
     ts.required = False

@@ -1,0 +1,130 @@
+"""``autopsy ckpt``: exit codes 0/1/2, the JSON keys, -o, explain, and a light import."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from autopsy.cli import cli
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_runs"
+GOOD = SAMPLES / "ckpt_hf_good"
+OPT_MISSING = SAMPLES / "ckpt_hf_optimizer_missing"
+TOP_KEYS = {"schema_version", "autopsy_version", "path", "resumable", "checkpoint", "layout",
+            "step", "world_size", "requested_world_size", "scanned_values", "losses",
+            "newest_resumable", "components", "findings", "checkpoints", "problems"}
+FINDING_KEYS = {"code", "name", "family", "cause", "severity", "confidence", "title",
+                "message", "step", "ranks", "evidence", "advice"}
+
+
+def _need(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"{path.name} is not there")
+    return path
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["ckpt", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_exit_0_and_text_verdict_for_a_resumable_run() -> None:
+    code, out, _ = _run(str(_need(GOOD)))
+    assert code == 0
+    assert out.startswith("RESUMABLE: checkpoint-8")
+    assert "optimizer" in out and "Other checkpoints" in out
+
+
+def test_exit_1_names_the_loss_and_the_newest_resumable() -> None:
+    code, out, _ = _run(str(_need(OPT_MISSING)))
+    assert code == 1
+    first = out.splitlines()[0]
+    assert first.startswith("NOT RESUMABLE: checkpoint-8") and "optimizer (missing)" in first
+    assert "newest resumable: checkpoint-4" in out
+    assert "resume from checkpoint-4, the newest complete one" in out
+    assert "CKPT002" in out
+
+
+def test_json_report_keys_and_values() -> None:
+    code, out, _ = _run(str(_need(OPT_MISSING)), "--format", "json")
+    assert code == 1
+    report = json.loads(out)
+    assert TOP_KEYS <= set(report)
+    assert report["resumable"] is False and report["schema_version"] == 1
+    assert Path(report["checkpoint"]).name == "checkpoint-8"
+    assert Path(report["newest_resumable"]).name == "checkpoint-4"
+    comps = {c["name"]: c for c in report["components"]}
+    assert comps["optimizer"]["status"] == "missing" and comps["optimizer"]["effect"]
+    assert set(comps["optimizer"]) == {"name", "status", "required", "files", "evidence",
+                                       "effect"}
+    assert all(FINDING_KEYS <= set(f) for f in report["findings"])
+    assert report["findings"][0]["family"] == "resume"
+    assert [Path(c["path"]).name for c in report["checkpoints"]] == ["checkpoint-4",
+                                                                     "checkpoint-8"]
+    assert [c["resumable"] for c in report["checkpoints"]] == [True, False]
+
+
+def test_output_file_and_format_from_extension(tmp_path: Path) -> None:
+    target = tmp_path / "audit.json"
+    code, out, _ = _run(str(_need(GOOD)), "-o", str(target))
+    assert code == 0 and out == ""
+    assert json.loads(target.read_text())["resumable"] is True
+
+
+def test_world_size_option_mismatch_exits_1() -> None:
+    code, out, _ = _run(str(_need(GOOD)), "--world-size", "4", "--format", "json")
+    assert code == 1
+    codes = {f["code"] for f in json.loads(out)["findings"]}
+    assert "CKPT016" in codes
+
+
+@pytest.mark.parametrize("args", [("--world-size", "0"), ("--format", "xml")])
+def test_usage_errors_exit_2(args: tuple[str, ...]) -> None:
+    code, _, _ = _run(str(_need(GOOD)), *args)
+    assert code == 2
+
+
+def test_nothing_readable_exits_2_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("no checkpoint here")
+    code, out, err = _run(str(tmp_path))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("autopsy: error: no checkpoint found")
+    code, _, err = _run(str(tmp_path / "absent"))
+    assert code == 2 and "Traceback" not in err
+    garbage = tmp_path / "model.pt"
+    garbage.write_bytes(b"\x80\x04this is not a pickle at all")
+    code, _, err = _run(str(garbage))
+    assert code == 2 and err.startswith("autopsy: error: nothing readable") \
+        and "Traceback" not in err
+
+
+def test_explain_documents_check_codes() -> None:
+    result = CliRunner().invoke(cli, ["explain", "CKPT002"])
+    assert result.exit_code == 0
+    assert result.stdout.startswith("CKPT002 optimizer-missing")
+    assert "missing_optimizer_state" in result.stdout
+    assert CliRunner().invoke(cli, ["explain", "nonfinite-state"]).exit_code == 0
+    assert CliRunner().invoke(cli, ["explain", "RES001"]).exit_code == 0
+
+
+def test_ckpt_imports_neither_pandas_nor_torch() -> None:
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['autopsy', 'ckpt', {str(_need(GOOD))!r}, '--format', 'json']\n"
+        "try:\n"
+        "    runpy.run_module('autopsy', run_name='__main__')\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code == 0, exc.code\n"
+        "heavy = [m for m in ('pandas', 'torch', 'numpy', 'scipy', 'transformers')\n"
+        "         if m in sys.modules]\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "HEAVY []" in proc.stderr
