@@ -1,0 +1,99 @@
+"""Shared helpers of the resume-forensics rules (RES010+): boundaries and their checkpoint.
+
+A rule looks at each restart of the run (:func:`autopsy.signals.resume.boundaries`), finds
+the checkpoint the new segment resumed from in the audits ``load_run`` put in
+``run.checkpoints`` (the newest audited one at or before the step before the resume step),
+and quotes that checkpoint's component when there is one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autopsy.ckpt.components import CheckpointAudit, Component, Status
+from autopsy.model.finding import Evidence
+from autopsy.model.run import Run
+from autopsy.rules.resume._audits import audits, name
+from autopsy.signals.resume import Boundary, boundaries
+
+#: A step counter that restarts within this fraction of the previous segment's span is a reset.
+RESET_FRACTION = 0.05
+#: ... when the previous segment covered at least this many steps.
+RESET_MIN_SPAN = 10
+
+
+def is_reset(b: Boundary) -> bool:
+    """Whether the new segment started the step counter over (near the previous start)."""
+    span = b.previous_last - b.previous_first
+    return span >= RESET_MIN_SPAN and b.resume_step - b.previous_first <= RESET_FRACTION * span
+
+
+def resumes(run: Run) -> list[Boundary]:
+    """The run's restarts that continued the step counter (a reset is RES013's)."""
+    return [b for b in boundaries(run) if not is_reset(b)]
+
+
+def source_checkpoint(run: Run, b: Boundary) -> CheckpointAudit | None:
+    """The audited checkpoint the new segment resumed from: the newest at or before the step
+    before ``b.resume_step`` (None when no audit has a step there)."""
+    found = [a for a in audits(run) if a.step is not None and a.step <= b.resume_step - 1]
+    return max(found, key=lambda a: a.step or 0) if found else None
+
+
+@dataclass(frozen=True)
+class PartCheck:
+    """A component of the checkpoint a resume came from: the audit, the part and evidence."""
+
+    audit: CheckpointAudit
+    component: Component
+    evidence: Evidence
+
+    @property
+    def lacking(self) -> bool:
+        """Whether the checkpoint lacks the part (missing, corrupt, inconsistent, unsafe)."""
+        return self.component.status not in (Status.OK, Status.NOT_APPLICABLE)
+
+    @property
+    def present(self) -> bool:
+        """Whether the checkpoint has the part, intact."""
+        return self.component.status is Status.OK
+
+
+def part_check(run: Run, b: Boundary, part: str) -> PartCheck | None:
+    """What the audit says of ``part`` in the checkpoint the resume at ``b`` came from."""
+    audit = source_checkpoint(run, b)
+    comp = audit.component(part) if audit is not None else None
+    if audit is None or comp is None:
+        return None
+    where = name(run, audit)
+    detail = f": {comp.evidence[-1]}" if comp.evidence else ""
+    if not detail and comp.effect and comp.status is not Status.OK:
+        detail = f": {comp.effect}"
+    exact = "" if audit.step == b.resume_step - 1 else (
+        f" (the newest audited before step {b.resume_step})")
+    ev = Evidence(f"{where}{exact}: {comp.name} {comp.status.value}{detail}", source=where,
+                  key=comp.name,
+                  numbers={"status": comp.status.value, "checkpoint_step": audit.step,
+                           "files": ", ".join(comp.files[:3])})
+    return PartCheck(audit=audit, component=comp, evidence=ev)
+
+
+def restored_note(check: PartCheck | None, what: str) -> str:
+    """``; checkpoint X has no scheduler`` / ``; checkpoint X has it: not loaded`` / ``''``."""
+    if check is None:
+        return ""
+    where = check.evidence.source
+    if check.lacking:
+        return f"; {where} has no {what} ({check.component.status.value})"
+    if check.present:
+        return f"; {where} has the {what}: the resume did not load it"
+    return ""
+
+
+def confidence(base: float, check: PartCheck | None) -> float:
+    """``base`` raised when the audit confirms the part is missing, lowered when it is there."""
+    if check is None:
+        return base
+    if check.lacking:
+        return min(1.0, base + 0.1)
+    return max(0.0, base - 0.1)

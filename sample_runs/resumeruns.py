@@ -1,0 +1,367 @@
+"""The resume sample runs: a crash, then a resume that does not restore everything.
+
+Both are plain PyTorch loops (a small MLP on synthetic data, AdamW, a ``LambdaLR`` warm-up
+schedule, clipping 1.0) that log ``train/loss``, ``train/grad_norm``, ``train/learning_rate``
+and ``train/epoch`` every step with ``torch.utils.tensorboard.SummaryWriter`` under
+``<run>/runs`` (the config as a JSON text summary ``args``) and save a ``torch.save`` dict
+``ckpt_step_N.pt`` in the run dir every ``SAVE_STEPS`` steps. Each run is two launches of
+this file (``python resumeruns.py KIND OUTPUT_DIR LAUNCH SEED``), started by the spec's
+``train`` as subprocesses whose output goes to ``train.log``:
+
+- launch 0 trains, saves, and dies with a traceback a few steps after its last checkpoint
+  (a simulated node loss);
+- launch 1 loads the newest checkpoint, goes on from the step after it, and writes a new
+  event file into the same TensorBoard folder (the steps go back: segment 1).
+
+What the checkpoint holds, and so what the resume restores:
+
+- ``resume_scheduler_not_restored``: model, optimizer and step; no scheduler state. The
+  resumed launch builds a fresh ``LambdaLR``, whose warm-up starts again at the resume step.
+- ``resume_optimizer_lost``: model, scheduler and step; no optimizer state. The resumed
+  launch builds a fresh AdamW: with empty moments its first updates are ``lr · sign(g)``
+  in every coordinate, the loss jumps, and falls back as the moments fill.
+
+The self-checks read the event files back (TensorBoard's own loader), assert the situation
+really happened (two segments, the resume step, the LR or the loss compared with the first
+launch's pre-crash tail at the same steps) and write the labels from those measurements.
+
+``make.py`` registers :data:`SPECS` beside its other runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+LOG_NAME = "train.log"
+TB_SUBDIR = "runs"
+FEATURES = 16
+N_EXAMPLES = 8192
+LAUNCH_TIMEOUT = 120  # seconds
+
+SAVE_STEPS = 20
+#: per kind: (steps, warm-up, schedule, peak lr, batch, crash after, task)
+KINDS: dict[str, dict[str, Any]] = {
+    "scheduler": {"steps": 80, "warmup": 10, "schedule": "cosine", "lr": 1e-2, "batch": 64,
+                  "crash_after": 45, "task": "classification"},
+    "optimizer": {"steps": 100, "warmup": 10, "schedule": "constant", "lr": 3e-2, "batch": 128,
+                  "crash_after": 65, "task": "regression"},
+}
+
+
+class ResumeCheckError(AssertionError):
+    """A resume run did not show the situation it was made for."""
+
+
+def _require(cond: bool, what: str) -> None:
+    """Fail loudly (whatever ``python -O`` says) when ``cond`` is false."""
+    if not cond:
+        raise ResumeCheckError(what)
+
+
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def _factor(i: int, warmup: int, total: int, schedule: str) -> float:
+    """LR factor of the ``i``-th scheduler step (0-based): linear warm-up, then ``schedule``."""
+    step = i + 1
+    if step <= warmup:
+        return step / warmup
+    if schedule == "cosine":
+        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+    return 1.0
+
+
+# --------------------------------------------------------------------------------------------
+# One launch (a subprocess: ``python resumeruns.py KIND OUTPUT_DIR LAUNCH SEED``)
+# --------------------------------------------------------------------------------------------
+
+
+def _data(seed: int, task: str) -> tuple[Any, Any]:
+    import torch
+
+    g = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(N_EXAMPLES, FEATURES, generator=g)
+    if task == "regression":
+        w = torch.randn(FEATURES, 1, generator=g)
+        y = torch.tanh(x @ w / 4) + 0.05 * torch.randn(N_EXAMPLES, 1, generator=g)
+    else:
+        y = (x @ torch.randn(FEATURES, 4, generator=g)).argmax(1)
+    return x, y
+
+
+def _batch(step: int, seed: int, batch: int) -> tuple[Any, float]:
+    """Indices of a 1-based step's batch (a fixed shuffle per epoch) and the epoch position."""
+    import torch
+
+    per_epoch = N_EXAMPLES // batch
+    epoch, pos = divmod(step - 1, per_epoch)
+    order = torch.randperm(N_EXAMPLES, generator=torch.Generator().manual_seed(seed + 2 + epoch))
+    return order[pos * batch:(pos + 1) * batch], epoch + (pos + 1) / per_epoch
+
+
+def launch(kind: str, output_dir: str, launch_no: int, seed: int) -> None:
+    """Train; launch 0 dies after ``crash_after`` steps, launch 1 resumes from the newest save."""
+    import torch
+    from torch.utils.tensorboard import SummaryWriter
+
+    k = KINDS[kind]
+    torch.manual_seed(seed)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    steps, warmup, schedule, peak = k["steps"], k["warmup"], k["schedule"], k["lr"]
+    x, y = _data(seed, k["task"])
+    out = 1 if k["task"] == "regression" else 4
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 64), torch.nn.Tanh(),
+                                torch.nn.Linear(64, out))
+    opt = torch.optim.AdamW(model.parameters(), lr=peak, weight_decay=0.0)
+
+    def factor(i: int) -> float:
+        return _factor(i, warmup, steps, schedule)
+
+    start = 1
+    run = Path(output_dir)
+    state: dict[str, Any] = {}
+    if launch_no > 0:
+        newest = max(run.glob("ckpt_step_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
+        state = torch.load(newest, weights_only=True)
+        model.load_state_dict(state["model"])
+        if "optimizer" in state:
+            opt.load_state_dict(state["optimizer"])
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)  # built after the optimizer's state
+    if state:
+        if "scheduler" in state:
+            sched.load_state_dict(state["scheduler"])
+            for group, lr in zip(opt.param_groups, sched.get_last_lr(), strict=True):
+                group["lr"] = lr
+        start = int(state["step"]) + 1
+        print(f"resumed from {newest.name}: step {start - 1}, restored "
+              f"{sorted(key for key in state if key != 'step')}", flush=True)
+    loss_fn = (torch.nn.functional.mse_loss if k["task"] == "regression"
+               else torch.nn.functional.cross_entropy)
+    writer = SummaryWriter(log_dir=f"{output_dir}/{TB_SUBDIR}")
+    config = {
+        "framework": "plain_pytorch", "optim": "adamw", "learning_rate": peak,
+        "lr_scheduler_type": schedule, "warmup_steps": warmup, "max_grad_norm": 1.0,
+        "weight_decay": 0.0, "per_device_train_batch_size": k["batch"],
+        "gradient_accumulation_steps": 1, "world_size": 1, "max_steps": steps,
+        "logging_steps": 1, "save_steps": SAVE_STEPS, "fp16": False, "bf16": False,
+        "seed": seed,
+    }
+    writer.add_text("args", json.dumps(config, indent=2, sort_keys=True))
+    print(f"config: {json.dumps(config, sort_keys=True)}", flush=True)
+    for step in range(start, steps + 1):
+        if launch_no == 0 and step == k["crash_after"] + 1:
+            writer.close()
+            raise RuntimeError(f"sample_runs: simulated crash (node lost) at step {step}")
+        idx, epoch = _batch(step, seed, k["batch"])
+        loss = loss_fn(model(x[idx]), y[idx])
+        opt.zero_grad()
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        lr = opt.param_groups[0]["lr"]
+        opt.step()
+        sched.step()
+        for tag, value in (("loss", loss.item()), ("grad_norm", grad_norm.item()),
+                           ("learning_rate", lr), ("epoch", epoch)):
+            writer.add_scalar(f"train/{tag}", value, step)
+        print(f"step {step}: loss={loss.item():.6g} grad_norm={grad_norm.item():.6g} "
+              f"learning_rate={lr:.6g}", flush=True)
+        if step % SAVE_STEPS == 0:
+            state = {"model": model.state_dict(), "step": step}
+            if kind == "scheduler":
+                state["optimizer"] = opt.state_dict()  # the script forgot the scheduler
+            else:
+                state["scheduler"] = sched.state_dict()  # ... or the optimizer
+            torch.save(state, run / f"ckpt_step_{step}.pt")
+            print(f"step {step}: saved ckpt_step_{step}.pt", flush=True)
+    writer.close()
+
+
+def _train(kind: str) -> Callable[[str, int, Any], None]:
+    """The spec's train: both launches as subprocesses, output appended to train.log."""
+
+    def train(output_dir: str, launch_no: int, p: Any) -> None:
+        del launch_no
+        for n in (0, 1):
+            sys.stdout.flush()
+            rc = subprocess.run([sys.executable, str(HERE / "resumeruns.py"), kind, output_dir,
+                                 str(n), str(p.seed)], timeout=LAUNCH_TIMEOUT,
+                                check=False).returncode
+            _require((rc != 0) == (n == 0), f"launch {n} exited {rc}")
+
+    return train
+
+
+# --------------------------------------------------------------------------------------------
+# Reading back (the self-checks)
+# --------------------------------------------------------------------------------------------
+
+
+def _segments(run_dir: Path) -> list[dict[str, list[tuple[int, float]]]]:
+    """``[{tag: [(step, value)]}]`` per event file, in time order (one file per launch)."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    out = []
+    for path in run_dir.rglob("events.out.tfevents.*"):
+        series: dict[str, list[tuple[int, float]]] = {}
+        first_wall = math.inf
+        for event in EventFileLoader(str(path)).Load():
+            first_wall = min(first_wall, event.wall_time)
+            if not event.HasField("summary"):
+                continue
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name == "scalars" and value.tensor.float_val:
+                    number = float(value.tensor.float_val[0])
+                elif value.HasField("simple_value"):
+                    number = float(value.simple_value)
+                else:
+                    continue
+                series.setdefault(value.tag.removeprefix("train/"), []).append(
+                    (int(event.step), number))
+        out.append((first_wall, series))
+    return [series for _, series in sorted(out, key=lambda pair: pair[0])]
+
+
+def _two_launches(run_dir: Path, kind: str, restored: str) -> tuple[dict[str, Any], ...]:
+    """Checks both runs share: a crash, a resume from the newest checkpoint, two segments."""
+    import torch
+
+    k = KINDS[kind]
+    log = (run_dir / LOG_NAME).read_text(encoding="utf-8", errors="replace")
+    _require("Traceback (most recent call last)" in log and "simulated crash" in log,
+             "no traceback from the first launch")
+    segs = _segments(run_dir)
+    _require(len(segs) == 2, f"expected two event files, got {len(segs)}")
+    first = {tag: dict(pts) for tag, pts in segs[0].items()}
+    second = {tag: dict(pts) for tag, pts in segs[1].items()}
+    resumed_from = k["crash_after"] // SAVE_STEPS * SAVE_STEPS
+    resume = resumed_from + 1
+    _require(sorted(first["loss"]) == list(range(1, k["crash_after"] + 1)), "launch 0 steps")
+    _require(sorted(second["loss"]) == list(range(resume, k["steps"] + 1)), "launch 1 steps")
+    _require(f"resumed from ckpt_step_{resumed_from}.pt" in log, "launch 1 did not resume")
+    state = torch.load(run_dir / f"ckpt_step_{resumed_from}.pt", weights_only=True)
+    _require(sorted(state) == sorted(["model", "step", restored]), f"keys {sorted(state)}")
+    checkpoints = sorted(int(p.stem.rsplit("_", 1)[1]) for p in run_dir.glob("ckpt_step_*.pt"))
+    return first, second, {"resume_step": resume, "resumed_from_checkpoint": resumed_from,
+                           "crash_after_step": k["crash_after"], "steps": k["steps"],
+                           "segments": 2,
+                           "segment_steps": [[1, k["crash_after"]], [resume, k["steps"]]],
+                           "checkpoints": checkpoints, "checkpoint_keys": sorted(state)}
+
+
+def _label(cause: str, step: int, facts: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {"family": "resume", "cause": cause, "first_bad_step": step, "culprit_rank": None,
+            **more, **facts}
+
+
+def _check_scheduler(run_dir: Path, p: Any) -> dict[str, Any]:
+    """The LR at the resume step is the warm-up's first value, not the first launch's LR."""
+    del p
+    first, second, facts = _two_launches(run_dir, "scheduler", "optimizer")
+    k, resume = KINDS["scheduler"], facts["resume_step"]
+    before, after = first["learning_rate"][resume], second["learning_rate"][resume]
+    warm = [second["learning_rate"][resume + i] for i in range(k["warmup"])]
+    _require(after < 0.5 * before, f"LR at the resume step: {before:.4g} -> {after:.4g}")
+    _require(all(b > a for a, b in itertools.pairwise(warm)), "no warm-up ramp again")
+    _require(math.isclose(after, k["lr"] / k["warmup"], rel_tol=1e-5), "not the warm-up's start")
+    return _label(
+        "scheduler_not_restored", resume, facts,
+        lr_before=round(before, 6), lr_after=round(after, 6),
+        lr_ratio=round(after / before, 4),
+        warmup_steps_again=k["warmup"], lr_after_warmup_again=round(warm[-1], 6),
+        note=f"launch 1 restored the model, the optimizer and the step from "
+        f"ckpt_step_{facts['resumed_from_checkpoint']}.pt (which has no scheduler state) and "
+        f"built a fresh LambdaLR: the LR at step {resume} is {after:.4g} (the warm-up's first "
+        f"value) where launch 0 had {before:.4g}",
+    )
+
+
+def _check_optimizer(run_dir: Path, p: Any) -> dict[str, Any]:
+    """The loss after the resume jumps above launch 0's at the same steps, then falls back."""
+    del p
+    first, second, facts = _two_launches(run_dir, "optimizer", "scheduler")
+    resume, last0 = facts["resume_step"], facts["crash_after_step"]
+    for step in range(resume, last0 + 1):  # the LR went on exactly as before
+        _require(math.isclose(first["learning_rate"][step], second["learning_rate"][step],
+                              rel_tol=1e-6), f"LR differs at step {step}")
+    _require(math.isclose(first["loss"][resume], second["loss"][resume], rel_tol=1e-5),
+             "the restored weights give another loss at the resume step")
+    ratios = {s: second["loss"][s] / first["loss"][s] for s in range(resume + 1, last0 + 1)}
+    peak_step = max(ratios, key=ratios.__getitem__)
+    _require(ratios[peak_step] >= 3, f"no loss jump: {ratios}")
+    pre = [first["loss"][s] for s in range(resume - 10, resume)]
+    level = statistics.median(pre)
+    late = statistics.median(second["loss"][s] for s in range(resume + 25, resume + 30))
+    jump = second["loss"][peak_step]
+    _require(late - level < 0.5 * (jump - level), f"the jump did not decay: {late:.4g}")
+    return _label(
+        "missing_optimizer_state", resume, facts,
+        loss_at_resume_step=round(second["loss"][resume], 6),
+        loss_jump_step=peak_step, loss_jump=round(jump, 6),
+        loss_same_step_first_launch=round(first["loss"][peak_step], 6),
+        loss_jump_ratio=round(ratios[peak_step], 3),
+        loss_level_before=round(level, 6), loss_25_to_30_steps_after=round(late, 6),
+        lr_at_resume_step=round(second["learning_rate"][resume], 6),
+        note=f"launch 1 restored the model, the scheduler and the step from "
+        f"ckpt_step_{facts['resumed_from_checkpoint']}.pt (which has no optimizer state) with a "
+        f"fresh AdamW: the LR goes on unchanged, the loss jumps {ratios[peak_step]:.1f}x above "
+        f"launch 0's at step {peak_step} and decays over the next steps",
+    )
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A resume run for make.py's registry."""
+
+    name: str
+    situation: str
+    how: str
+    train: Callable[[str, int, Any], None]
+    check: Callable[[Path, Any], dict[str, Any]]
+    conclusion: Callable[[dict[str, Any]], str]
+    crashes: bool = False
+
+
+_BASE = ("plain loop, MLP, AdamW, LambdaLR, clip 1.0, `ckpt_step_N.pt` every "
+         f"{SAVE_STEPS} steps; launch 1 raises after step {{crash}}, launch 2 resumes from "
+         "the newest checkpoint into the same TensorBoard folder; ")
+
+SPECS: tuple[Spec, ...] = (
+    Spec(
+        name="resume_scheduler_not_restored",
+        situation="a resume with a fresh LR scheduler: the warm-up starts again",
+        how=_BASE.format(crash=KINDS["scheduler"]["crash_after"])
+        + "the checkpoint holds model, optimizer and step, no scheduler; warm-up 10, cosine, "
+        "lr 1e-2, 80 steps",
+        train=_train("scheduler"), check=_check_scheduler,
+        conclusion=lambda lb: (f"resume / scheduler_not_restored at step {lb['first_bad_step']}: "
+                               f"LR {lb['lr_before']} before the crash, {lb['lr_after']} after "
+                               "the resume (the warm-up again)"),
+    ),
+    Spec(
+        name="resume_optimizer_lost",
+        situation="a resume with a fresh optimizer: the loss jumps, then decays",
+        how=_BASE.format(crash=KINDS["optimizer"]["crash_after"])
+        + "the checkpoint holds model, scheduler and step, no optimizer; regression, lr 3e-2 "
+        "constant after warm-up 10, 100 steps",
+        train=_train("optimizer"), check=_check_optimizer,
+        conclusion=lambda lb: (f"resume / missing_optimizer_state at step "
+                               f"{lb['first_bad_step']}: loss {lb['loss_jump_ratio']}x the first "
+                               f"launch's at step {lb['loss_jump_step']}, then decays"),
+    ),
+)
+
+
+if __name__ == "__main__":
+    launch(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
