@@ -165,8 +165,8 @@ def data_starvation(run: Run, ctx: RuleContext) -> Finding | None:
               "profile Dataset.__getitem__ and the collate function; move augmentation "
               "to the GPU"]
     if workers is not None and workers.value == 0:
-        evidence.append(Evidence(summary=f"dataloader_num_workers=0 ({workers.source}): "
-                                 "batches are loaded in the training process",
+        evidence.append(Evidence(summary="dataloader_num_workers=0: batches are loaded in "
+                                 "the training process",
                                  source=workers.source, key="dataloader_num_workers"))
         advice.insert(0, "dataloader_num_workers is 0: start with 4-8 workers per GPU")
     who = " on every rank" if len(starved) > 1 and len(starved) == len(ranked) else (

@@ -12,7 +12,15 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.slow._slow import SKIP_FIRST, first_step, lags, median, seconds, wall_times
+from autopsy.rules.slow._slow import (
+    SKIP_FIRST,
+    first_step,
+    lags,
+    median,
+    seconds,
+    wall_times,
+    walls,
+)
 from autopsy.signals.steptime import rank_series
 
 
@@ -154,13 +162,20 @@ def straggler(run: Run, ctx: RuleContext) -> Finding | None:
     if found.measure == "arrival":
         what = (f"rank {found.rank} logs each step {seconds(found.value)} after the other "
                 f"ranks (median), and was the last at {found.last_share:.0%} of the steps")
+        detail = (f"rank {found.rank}'s step lines are stamped {seconds(found.value)} after "
+                  "the other ranks' lines of the same step (median over the steps)")
         tag = None
     else:
         what = (f"rank {found.rank}'s {found.measure} is {seconds(found.value)} against "
                 f"{seconds(found.others)} on the other ranks (median), the highest at "
                 f"{found.last_share:.0%} of the steps")
+        detail = (f"median {found.measure} per rank: {seconds(found.value)} on rank "
+                  f"{found.rank}, {seconds(found.others)} on the others")
         tag = found.measure
-    evidence = [Evidence(summary=what + lost, tag=tag, numbers=dict(found.numbers))]
+    source = walls(run, ctx).attrs.get("sources", {}).get(found.rank)
+    evidence = [Evidence(summary=detail, tag=tag, source=source,
+                         steps=(found.onset, found.onset) if found.onset else None,
+                         numbers=dict(found.numbers))]
     if len(period) > 1:
         spread = sorted(period.items())
         evidence.append(Evidence(

@@ -95,7 +95,7 @@ def periodic_stalls(run: Run, ctx: RuleContext) -> Finding | None:
     if st.matched:
         entry = run.config.get_entry(st.matched)
         if entry is not None:
-            evidence.append(Evidence(summary=f"{st.matched}={entry.value} ({entry.source})",
+            evidence.append(Evidence(summary=f"the config sets {st.matched}={entry.value}",
                                      source=entry.source, key=st.matched))
     return ctx.finding(
         message=f"Training stalls {on}: {len(st.steps)} stalls from step {st.steps[0]} cost "
