@@ -164,7 +164,7 @@ def _plain_logger(output_dir: str, config: dict[str, Any]) -> Any:
     return make._PlainLogger(output_dir, make._plain_config(**config))
 
 
-def _train_plain(output_dir: str, data_state: str | None) -> None:
+def _train_plain(output_dir: str, data_state: str | None, legacy: bool = False) -> Any:
     """Plain loop + torch.save of its state, logging every step."""
     logger = _plain_logger(output_dir, {
         "learning_rate": 1e-2, "warmup_steps": 2, "lr_scheduler_type": "linear",
@@ -174,9 +174,11 @@ def _train_plain(output_dir: str, data_state: str | None) -> None:
     built = builders().plain_checkpoint(
         Path(output_dir), steps=PLAIN_STEPS, data_state=data_state, name=PLAIN_FILE,
         log=lambda step, scalars: logger.step(step, **scalars), counters=data_state is not None,
+        legacy=legacy,
     )
     logger.close()
     print(f"saved {built.path.name}: keys {built.detail['keys']}", flush=True)
+    return built
 
 
 def _train_plain_stateful(output_dir: str, launch: int, p: Any) -> None:
@@ -189,6 +191,14 @@ def _train_plain_no_data(output_dir: str, launch: int, p: Any) -> None:
     """Plain loop, saved without any data position (no loader state, step or epoch)."""
     del launch, p
     _train_plain(output_dir, None)
+
+
+def _train_plain_hostile_legacy(output_dir: str, launch: int, p: Any) -> None:
+    """Plain loop saved in torch's legacy format; a payload in its first (magic) pickle."""
+    del launch, p
+    built = _train_plain(output_dir, "stateful", legacy=True)
+    built = builders().hostile_pickle(built, PLAIN_FILE, marker=Path(HOSTILE_MARKER))
+    print(f"defect applied to {built.path.name}: {built.defect}", flush=True)
 
 
 def _train_accelerate(output_dir: str, launch: int, p: Any) -> None:
@@ -319,6 +329,7 @@ CAUSES = (
     (("trainer_state", "missing"), "torn_checkpoint"),
     (("training_args", "unsafe"), "unsafe_pickle"),
     (("rng", "unsafe"), "unsafe_pickle"),
+    (("weights", "unsafe"), "unsafe_pickle"),
     (("optimizer", "missing"), "missing_optimizer_state"),
     (("optimizer", "corrupt"), "nonfinite_state"),
     (("scheduler", "missing"), "scheduler_not_restored"),
@@ -493,6 +504,25 @@ def _check_plain(run_dir: Path, data: bool) -> dict[str, Any]:
     resumable = _resumable(comps)
     return _label(run_dir, PLAIN_FILE, PLAIN_STEPS, comps,
                   newest_resumable=PLAIN_FILE if resumable else None, keys=sorted(obj))
+
+
+def _check_plain_hostile_legacy(run_dir: Path, p: Any) -> dict[str, Any]:
+    """A legacy (non-zip) torch file whose magic-number pickle calls os.system first."""
+    import zipfile
+
+    del p
+    path = run_dir / PLAIN_FILE
+    _require(not zipfile.is_zipfile(path), "not a legacy torch file")
+    found = builders().pickle_globals(path)
+    _require(found[0] == "posix.system", f"globals {found[:3]}")
+    _require("torch._utils._rebuild_tensor_v2" in found, "the checkpoint's own pickle")
+    _require(not Path(HOSTILE_MARKER).exists(), "the payload ran")
+    comps = {"weights": "unsafe"}  # one file holds everything: the whole of it is unsafe
+    return _label(run_dir, PLAIN_FILE, PLAIN_STEPS, comps, newest_resumable=None,
+                  unsafe_global="posix.system", unsafe_file=PLAIN_FILE,
+                  note="the payload is in the first of the legacy format's pickles (the magic "
+                  "number), which torch.load(weights_only=False) unpickles before anything "
+                  "else")
 
 
 def _check_accelerate(run_dir: Path, p: Any) -> dict[str, Any]:
@@ -703,6 +733,16 @@ SPECS: tuple[Spec, ...] = (
         "{model, optimizer, scheduler, scaler, rng} only",
         train=_train_plain_no_data,
         check=lambda run_dir, p: _check_plain(run_dir, data=False), conclusion=_verdict,
+    ),
+    Spec(
+        name="ckpt_plain_hostile_legacy",
+        situation="a legacy (non-zip) torch.save file whose first pickle runs os.system "
+        "when loaded",
+        how="as ckpt_plain_dataloader_state saved with `_use_new_zipfile_serialization=False`; "
+        f"GLOBAL posix.system + REDUCE (`touch {HOSTILE_MARKER}`) spliced into the magic-number "
+        "pickle that torch.load reads first",
+        train=_train_plain_hostile_legacy, check=_check_plain_hostile_legacy,
+        conclusion=_verdict,
     ),
     Spec(
         name="ckpt_deepspeed_good",

@@ -21,8 +21,9 @@ MAX_BYTES = 300 * 1024
 HOSTILE_MARKER = Path("/tmp/autopsy_sample_hostile_pickle_ran")  # as in checkpoints.py
 #: samples where the audit and the label disagree on purpose, until the lead decides
 OPEN_QUESTIONS = {
-    "ckpt_plain_no_data_position": "the audit calls a missing data position a warning "
-    "(resumable, CKPT006); the label says an exact resume is impossible (the epoch restarts)",
+    "ckpt_plain_hostile_legacy": "the torch reader does not look at the first pickles of a "
+    "legacy torch file (magic number, protocol, sys info), which torch.load unpickles too: "
+    "the os.system there is not reported",
 }
 AUDITED = [
     pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=OPEN_QUESTIONS[n]))
