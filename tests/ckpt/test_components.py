@@ -59,13 +59,16 @@ def test_one_file_of_the_pair_present_says_the_trainer_ignores_it(hf_run: builde
     assert any("will not load it" in e for e in audit.component("optimizer").evidence)
 
 
-def _multirank(hf_multirank: builders.Built, tmp_path: Path) -> builders.Built:
-    """The 4-rank copy without training_args.bin: the builder left it saying 1 process."""
+def _without_args(hf_multirank: builders.Built, tmp_path: Path) -> builders.Built:
+    """The 4-rank copy without training_args.bin: only the file names tell the world size."""
     return builders.remove(_copy(hf_multirank, tmp_path, "multi"), "training_args.bin")
 
 
-def test_world_size_disagrees_across_files(hf_multirank: builders.Built) -> None:
-    audit = audit_path(hf_multirank.path).picked
+def test_world_size_disagrees_across_files(hf_multirank: builders.Built,
+                                           tmp_path: Path) -> None:
+    built = _copy(hf_multirank, tmp_path)
+    (built.path / "rng_state_5.pth").write_bytes((built.path / "rng_state_0.pth").read_bytes())
+    audit = audit_path(built.path).picked
     assert _status(audit)["rng"] == "inconsistent" and not audit.resumable
     finding = next(f for f in audit.findings if f.code == "CKPT016")
     text = " ".join(e.summary for e in finding.evidence)
@@ -73,10 +76,9 @@ def test_world_size_disagrees_across_files(hf_multirank: builders.Built) -> None
 
 
 def test_rng_missing_for_one_rank(hf_multirank: builders.Built, tmp_path: Path) -> None:
-    multi = _multirank(hf_multirank, tmp_path)
-    full = audit_path(multi.path).picked
+    full = audit_path(hf_multirank.path).picked
     assert _status(full)["rng"] == "ok" and full.world_size == 4 and full.resumable
-    built = builders.remove_rank_rng(multi, 2)
+    built = builders.remove_rank_rng(_copy(hf_multirank, tmp_path), 2)
     audit = audit_path(built.path).picked
     assert _status(audit)["rng"] == "missing" and not audit.resumable
     finding = next(f for f in audit.findings if f.code == "CKPT005")
@@ -84,17 +86,22 @@ def test_rng_missing_for_one_rank(hf_multirank: builders.Built, tmp_path: Path) 
     assert "INFO" in audit.component("rng").effect
 
 
-def test_last_rank_missing_is_seen_only_with_the_world_size(hf_multirank: builders.Built,
-                                                           tmp_path: Path) -> None:
-    built = builders.remove_rank_rng(_multirank(hf_multirank, tmp_path), 3)
-    assert audit_path(built.path).picked.world_size == 3  # the files alone cannot tell
-    audit = audit_path(built.path, world_size=4).picked
+def test_last_rank_missing_needs_the_world_size(hf_multirank: builders.Built,
+                                               tmp_path: Path) -> None:
+    with_args = builders.remove_rank_rng(_copy(hf_multirank, tmp_path, "a"), 3)
+    audit = audit_path(with_args.path).picked  # training_args.bin says 4 processes
+    assert _status(audit)["rng"] == "missing"
+    assert next(f for f in audit.findings if f.code == "CKPT005").ranks == (3,)
+    bare = builders.remove_rank_rng(_without_args(hf_multirank, tmp_path), 3)
+    assert audit_path(bare.path).picked.world_size == 3  # the files alone cannot tell
+    audit = audit_path(bare.path, world_size=4).picked
     assert _status(audit)["rng"] in ("missing", "inconsistent") and not audit.resumable
 
 
 def test_world_size_from_rng_files_and_from_the_option(hf_multirank: builders.Built,
                                                        tmp_path: Path) -> None:
-    multi = _multirank(hf_multirank, tmp_path)
+    multi = _without_args(hf_multirank, tmp_path)
+    assert audit_path(multi.path).picked.world_size == 4
     assert audit_path(multi.path, world_size=4).resumable
     bad = audit_path(multi.path, world_size=2).picked
     assert _status(bad)["rng"] == "inconsistent" and "CKPT016" in _codes(bad)
@@ -191,8 +198,8 @@ def test_dcp_components_from_metadata(dcp_ckpt: builders.Built) -> None:
     status = _status(audit)
     assert audit.layout == "dcp" and audit.world_size == 1
     assert status["weights"] == status["optimizer"] == status["trainer_state"] == "ok"
-    assert status["scheduler"] == "missing"  # the builder saves no scheduler
-    assert not audit.resumable
+    assert status["scheduler"] == "ok"
+    assert audit.resumable  # RNG and data position are warnings: DCP apps save them at will
 
 
 def test_dcp_truncated_distcp(dcp_ckpt: builders.Built, tmp_path: Path) -> None:
