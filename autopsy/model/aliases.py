@@ -64,6 +64,8 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
         "tflops_per_gpu", "train/tflops", "tflops_per_device",
     ),
     "global_batch_size": ("global batch size", "global_batch_size"),
+    # HF Trainer with include_num_input_tokens_seen: a running total over all ranks.
+    "tokens_seen": ("num_input_tokens_seen", "train/num_input_tokens_seen", "tokens_seen"),
     "tokens_per_step": ("tokens_per_step", "train/tokens_per_step", "tokens_per_iteration",
                         "num_tokens_per_step"),
     "throughput": (

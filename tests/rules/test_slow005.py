@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from slow_runs import findings, jitter, timed_run
 
 from autopsy.model import Severity
@@ -50,3 +51,17 @@ def test_fires_from_the_flops_a_megatron_run_logs_itself() -> None:
     (f,) = findings(run, "SLOW005", gpu="a100", peak_flops=0.0)
     assert f.cause == "low_mfu" and f.severity is Severity.WARNING  # 40 of 312: 12.8%
     assert f.evidence[0].tag == "tflops_per_device"
+
+
+def test_fires_from_an_hf_trainer_total_flos_and_tokens_seen() -> None:
+    # the Trainer's own count: 6e17 FLOPs in 1000 s on 4 devices = 150 TFLOP/s each
+    summary = {"train/total_flos": {None: [6e17] * 30}, "train/train_runtime": {None: [1e3] * 30}}
+    run = timed_run({None: jitter(30, 1.0)}, tags=summary, config={"world_size": 4, "bf16": True})
+    (f,) = findings(run, "SLOW005", gpu="h100")  # 150 of 989: 15%
+    assert f.severity is Severity.WARNING and f.evidence[0].tag == "total_flos"
+    seen = {None: np.cumsum(np.full(40, 65536.0))}  # 65,536 tokens per step
+    run = timed_run({None: jitter(40, 2.0)}, tags={"num_input_tokens_seen": seen},
+                    config={"n_params_estimate": 1.3e9, "bf16": True, "world_size": 8})
+    (g,) = findings(run, "SLOW005", gpu="h100")
+    assert g.evidence[0].numbers["tokens_per_step"] == 65536.0
+    assert "num_input_tokens_seen" in g.evidence[2].summary

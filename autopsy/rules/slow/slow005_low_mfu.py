@@ -51,6 +51,13 @@ def _tokens_per_step(run: Run, ctx: RuleContext, world: int) -> Known | None:
     tag = median(run.series("tokens_per_step"))
     if math.isfinite(tag) and tag > 0:
         return Known(tag, "the tokens_per_step tag (median)")
+    seen = run.series("tokens_seen").sort_index()
+    seen = seen[seen.notna()]
+    if len(seen) >= 3:
+        per = (seen.diff() / seen.index.to_series().diff()).iloc[1:]
+        rate = median(per[per > 0])
+        if math.isfinite(rate) and rate > 0:
+            return Known(rate, "the growth of num_input_tokens_seen per step (median)")
     seq = _config(run, SEQ_KEYS)
     global_batch = median(run.series("global_batch_size"))
     if seq is not None and math.isfinite(global_batch) and global_batch > 0:
@@ -110,8 +117,11 @@ def low_mfu(run: Run, ctx: RuleContext) -> Finding | None:
         batch size × sequence length); the peak from ``peak_flops`` or the
         accelerator named by ``gpu`` (``h100``, ``a100``, ``mi300x``...) or the
         config, in the run's precision (bf16/fp16/fp32). A run that logs its own
-        FLOP/s per device (Megatron's ``throughput per GPU (TFLOP/s/GPU)``) needs only
-        the peak. The rule says nothing when an input is unknown.
+        FLOP/s per device (Megatron's ``throughput per GPU (TFLOP/s/GPU)``), or an HF
+        Trainer run's ``total_flos`` over its ``train_runtime`` (evaluation and saving
+        included, so a lower bound), needs only the peak; HF's
+        ``num_input_tokens_seen`` gives the tokens per step. The rule says nothing
+        when an input is unknown.
 
     Why it happens:
         The accelerator waits: for data (SLOW001), for other ranks (SLOW002), for
@@ -144,6 +154,19 @@ def low_mfu(run: Run, ctx: RuleContext) -> Finding | None:
                      f"tflops_per_device tag); peak {peak.value / 1e12:.4g} TFLOP/s: MFU "
                      f"{logged * 1e12 / peak.value * 100:.3g}%", tag="tflops_per_device",
                      numbers={"tflops_per_device": logged, "peak_flops": peak.value}),
+            Evidence(summary=f"peak: {peak.source}")])
+    flos, runtime = median(run.series("total_flos")), median(run.series("train_runtime"))
+    if (n is None or tokens is None) and math.isfinite(flos) and flos > 0 \
+            and math.isfinite(runtime) and runtime > 0:
+        achieved = flos / runtime / world
+        return _judge(ctx, achieved / peak.value, achieved, peak, precision, run, [
+            Evidence(summary=f"the Trainer counted {flos:.3g} FLOPs (total_flos, 6 × "
+                     f"parameters × tokens) in {seconds(runtime)} (train_runtime, evaluation "
+                     f"and saving included) on {world:g} device(s): "
+                     f"{achieved / 1e12:.3g} TFLOP/s per device; peak "
+                     f"{peak.value / 1e12:.4g} TFLOP/s: MFU {achieved / peak.value * 100:.3g}%",
+                     tag="total_flos", numbers={"total_flos": flos, "train_runtime_s": runtime,
+                                                "devices": world, "peak_flops": peak.value}),
             Evidence(summary=f"peak: {peak.source}")])
     if n is None or tokens is None:
         return None
