@@ -1,0 +1,55 @@
+"""RES002 torn-checkpoint: a checkpoint of the run is torn or damaged."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import autopsy
+from autopsy.api import diagnose
+from autopsy.model import Finding
+from autopsy.rules.engine import Diagnosis
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
+
+
+def _diagnose(path: Path) -> Diagnosis:
+    if not path.exists():
+        pytest.skip(f"{path.name} is not there")
+    return diagnose(autopsy.load_run(path))
+
+
+def _res002(d: Diagnosis) -> list[Finding]:
+    return [f for f in d.findings if f.code == "RES002"]
+
+
+def test_fires_on_truncated_weights() -> None:
+    found = _res002(_diagnose(SAMPLES / "ckpt_hf_truncated_weights"))
+    assert found and found[0].cause == "torn_checkpoint"
+    assert "checkpoint-8" in found[0].message
+    assert any("model.safetensors" in e.summary for e in found[0].evidence)
+
+
+def test_fires_on_a_save_without_trainer_state() -> None:
+    found = _res002(_diagnose(SAMPLES / "ckpt_hf_torn_save"))
+    assert found and any("trainer_state.json" in e.summary for e in found[0].evidence)
+
+
+def test_fires_on_an_older_damaged_checkpoint_too(tmp_path: Path) -> None:
+    src = SAMPLES / "ckpt_hf_good"
+    if not src.exists():
+        pytest.skip("ckpt_hf_good is not there")
+    run = tmp_path / "run"
+    shutil.copytree(src, run)
+    (run / "checkpoint-4" / "optimizer.pt").write_bytes(b"")
+    d = diagnose(autopsy.load_run(run))
+    found = _res002(d)
+    assert found and "checkpoint-4" in found[0].message
+    assert not [f for f in d.findings if f.code == "RES001"]  # the newest is fine
+
+
+def test_near_miss_passes_on_intact_checkpoints() -> None:
+    assert not _res002(_diagnose(SAMPLES / "ckpt_hf_good"))
+    assert not _res002(_diagnose(SAMPLES / "ckpt_hf_optimizer_missing"))  # missing, not torn
