@@ -906,28 +906,43 @@ def marker_command(target: str, marker: Path) -> str:
     return f"touch {marker}"
 
 
-def _opcode_prefix(target: str, marker: Path) -> bytes:
-    """Pickle opcodes that call ``target(payload)`` and discard the result (REDUCE, POP)."""
+#: how the payload calls its target: the opcodes a restricted unpickler must all catch
+OPCODES = ("reduce", "inst", "obj", "stack_global")
+
+
+def _opcode_prefix(target: str, marker: Path, opcode: str = "reduce") -> bytes:
+    """Pickle opcodes that call ``target(payload)`` and discard the result (then POP).
+
+    ``reduce``: GLOBAL, the argument, TUPLE1, REDUCE. ``inst``: MARK, the argument,
+    INST module/name. ``obj``: MARK, GLOBAL, the argument, OBJ. ``stack_global``: the module
+    and name as strings, STACK_GLOBAL (protocol 4), the argument, TUPLE1, REDUCE.
+    """
     module, name = DANGEROUS[target]
     arg = marker_command(target, marker).encode("utf-8")
-    return (
-        b"c" + module.encode() + b"\n" + name.encode() + b"\n"  # GLOBAL
-        + b"X" + len(arg).to_bytes(4, "little") + arg  # BINUNICODE
-        + b"\x85"  # TUPLE1
-        + b"R"  # REDUCE
-        + b"0"  # POP: the file's own object follows, untouched
-    )
+
+    def text(value: bytes) -> bytes:
+        return b"X" + len(value).to_bytes(4, "little") + value  # BINUNICODE
+
+    glob = b"c" + module.encode() + b"\n" + name.encode() + b"\n"  # GLOBAL
+    calls = {
+        "reduce": glob + text(arg) + b"\x85" + b"R",
+        "inst": b"(" + text(arg) + b"i" + module.encode() + b"\n" + name.encode() + b"\n",
+        "obj": b"(" + glob + text(arg) + b"o",
+        "stack_global": text(module.encode()) + text(name.encode()) + b"\x93" + text(arg)
+        + b"\x85" + b"R",
+    }
+    return calls[opcode] + b"0"  # POP: the file's own object follows, untouched
 
 
-def splice_payload(data: bytes, target: str, marker: Path) -> bytes:
+def splice_payload(data: bytes, target: str, marker: Path, opcode: str = "reduce") -> bytes:
     """``data`` (a pickle) with a call of ``target`` run before its own object is built."""
     head = b""
     if data[:1] == b"\x80":  # PROTO n stays first
         head, data = data[:2], data[2:]
-    return head + _opcode_prefix(target, marker) + data
+    return head + _opcode_prefix(target, marker, opcode) + data
 
 
-def _splice_zip(path: Path, target: str, marker: Path) -> str:
+def _splice_zip(path: Path, target: str, marker: Path, opcode: str) -> str:
     """Rewrite a torch zip with the payload spliced into its ``data.pkl``; returns its name."""
     with zipfile.ZipFile(path) as zin:
         members = [(info, zin.read(info)) for info in zin.infolist()]
@@ -936,34 +951,37 @@ def _splice_zip(path: Path, target: str, marker: Path) -> str:
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zout:
         for info, data in members:
             if info.filename == pkl:
-                data = splice_payload(data, target, marker)
+                data = splice_payload(data, target, marker, opcode)
             zout.writestr(info.filename, data)
     path.write_bytes(buf.getvalue())
     return pkl
 
 
 def hostile_pickle(built: Built, name: str = "training_args.bin", *,
-                   target: str = "os.system", marker: Path | None = None) -> Built:
+                   target: str = "os.system", marker: Path | None = None,
+                   opcode: str = "reduce") -> Built:
     """Make one pickle file of a checkpoint call ``target`` (``os.system``/``builtins.exec``).
 
-    The payload (GLOBAL, the argument, TUPLE1, REDUCE, POP) is spliced in front of the file's
-    own pickle, so the file still yields its real object (``TrainingArguments``, the RNG dict)
-    after the call: inside ``data.pkl`` for a torch zip, at the start for a raw pickle
-    (accelerate's ``random_states_0.pkl``). The call would create ``marker`` (default:
-    ``<checkpoint>.PWNED`` beside the checkpoint, outside it). Check with
-    :func:`pickle_globals`, never by loading.
+    The payload (a call by ``opcode``, one of :data:`OPCODES`: REDUCE by default, INST, OBJ,
+    or STACK_GLOBAL + REDUCE; then POP) is spliced in front of the file's own pickle, so the
+    file still yields its real object (``TrainingArguments``, the RNG dict) after the call:
+    inside ``data.pkl`` for a torch zip, at the start for a raw pickle (accelerate's
+    ``random_states_0.pkl``) or a legacy torch file (its first, magic-number pickle). The call
+    would create ``marker`` (default: ``<checkpoint>.PWNED`` beside the checkpoint, outside
+    it). Check with :func:`pickle_globals`, never by loading.
     """
     path = built.file(name)
     marker = marker or built.path.with_name(built.path.name + ".PWNED")
     if zipfile.is_zipfile(path):
-        member = _splice_zip(path, target, marker)
+        member = _splice_zip(path, target, marker, opcode)
     else:
-        path.write_bytes(splice_payload(path.read_bytes(), target, marker))
+        path.write_bytes(splice_payload(path.read_bytes(), target, marker, opcode))
         member = None
     dotted = ".".join(DANGEROUS[target])
     component = component_of(path.name) if built.path.is_dir() else "weights"
     return _broken(built, component, f"{path.name} calls {dotted}",
-                   file=path.name, member=member, global_name=dotted, marker=str(marker))
+                   file=path.name, member=member, global_name=dotted, marker=str(marker),
+                   opcode=opcode)
 
 
 def pickle_globals(path: Path) -> list[str]:

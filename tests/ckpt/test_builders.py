@@ -249,6 +249,15 @@ def test_hostile_pickle_in_a_torch_zip(hf_run: Built, tmp_path: Path, name: str,
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("opcode", builders.OPCODES)
+def test_every_payload_opcode_names_its_global(hf_run: Built, tmp_path: Path,
+                                               opcode: str) -> None:
+    built = builders.hostile_pickle(builders.copy_built(hf_run, tmp_path / "h"),
+                                    "rng_state.pth", marker=tmp_path / "PWNED", opcode=opcode)
+    assert builders.pickle_globals(built.path / "rng_state.pth")[0] == "posix.system"
+    assert built.detail["opcode"] == opcode and not (tmp_path / "PWNED").exists()
+
+
 def test_hostile_legacy_torch_file(tmp_path: Path) -> None:
     marker = tmp_path / "PWNED"
     good = builders.plain_checkpoint(tmp_path / "legacy", legacy=True)
