@@ -1,0 +1,67 @@
+"""RES013 data-position-lost: the step counter, the epoch or the batches started over."""
+
+from __future__ import annotations
+
+import numpy as np
+from resume_runs import audit, finding, loss_curve, segmented_run
+
+W = np.random.default_rng(7).standard_normal(400)
+
+
+def _loss(steps: range, level: float, offset: int) -> dict[int, float]:
+    """A falling loss whose wiggle at step s is the batch's: W[s - offset]."""
+    return {s: level - s / 400 + 0.05 * W[s - offset] for s in steps}
+
+
+def test_fires_when_the_same_batches_come_again() -> None:
+    before, after = range(1, 66), range(61, 141)
+    run = segmented_run([
+        {"loss": _loss(before, 2.0, 1)},
+        {"loss": _loss(after, 1.8, 61)},  # resumed at 61, fed batches 0, 1, 2 ... again
+    ], checkpoints=[audit(60, missing=["data_position"])])
+    f = finding(run, "RES013")
+    assert f is not None and f.cause == "sampler_not_restored" and f.step == 61
+    assert "same batches again" in f.message
+    assert f.evidence[0].numbers["correlation_from_start"] > 0.8
+    assert any(e.key == "data_position" for e in f.evidence)
+
+
+def test_fires_when_the_epoch_goes_back() -> None:
+    before, after = range(1, 66), range(61, 141)
+    run = segmented_run([
+        {"loss": loss_curve(before), "epoch": {s: s / 25 for s in before}},
+        {"loss": loss_curve(after), "epoch": {s: (s - 60) / 25 for s in after}},
+    ])
+    f = finding(run, "RES013")
+    assert f is not None and f.cause == "sampler_not_restored"
+    assert f.evidence[0].numbers["epoch_before"] == 61 / 25
+    assert "epoch position was lost" in f.message
+
+
+def test_fires_when_the_step_counter_restarts_with_the_weights_restored() -> None:
+    run = segmented_run([
+        {"loss": loss_curve(range(1, 201))},
+        {"loss": {s: v - 1.0 for s, v in loss_curve(range(1, 101), seed=3).items()}},
+    ])
+    f = finding(run, "RES013")
+    assert f is not None and f.cause == "sampler_not_restored" and f.step == 1
+    assert "step counter restarted" in f.message
+
+
+def test_a_run_started_over_from_scratch_is_a_warning() -> None:
+    run = segmented_run([
+        {"loss": loss_curve(range(1, 201))},
+        {"loss": loss_curve(range(1, 101), seed=3)},
+    ])
+    f = finding(run, "RES013")
+    assert f is not None and f.cause == "checkpoint_not_loaded"
+    assert f.severity.value == "warning"
+
+
+def test_near_miss_passes_on_an_exact_resume_with_its_epoch() -> None:
+    before, after = range(1, 66), range(61, 141)
+    run = segmented_run([
+        {"loss": _loss(before, 2.0, 0), "epoch": {s: s / 25 for s in before}},
+        {"loss": _loss(after, 2.0, 0), "epoch": {s: s / 25 for s in after}},
+    ])
+    assert finding(run, "RES013") is None
