@@ -52,6 +52,8 @@ class StepTimes:
         gaps: the step gap of each point (1 for explicit tags).
         source: the file most of the times came from (None for explicit tags).
         dropped: steps left out as warm-up (the first ones of each segment).
+        resolution: the clock's resolution in seconds (1.0 for stamps in whole seconds,
+            as ``%H:%M:%S`` log formats print them; 0.0 when finer or for explicit tags).
     """
 
     rank: int | None
@@ -60,6 +62,15 @@ class StepTimes:
     gaps: pd.Series
     source: str | None
     dropped: tuple[int, ...] = ()
+    resolution: float = 0.0
+
+    @property
+    def reliable(self) -> bool:
+        """Whether the clock resolves the steps: the median step is at least 5 ticks."""
+        if self.resolution <= 0:
+            return True
+        values = self.seconds.to_numpy(dtype="float64")
+        return bool(values.size) and float(np.median(values)) >= 5 * self.resolution
 
     @property
     def total(self) -> float:
@@ -184,9 +195,10 @@ def _intervals(rank: int | None, walls: pd.DataFrame, source: str | None,
         return None
     order = np.argsort(steps_out, kind="stable")
     index = pd.Index(steps_out[order], name="step")
+    whole = bool(np.all(wt == np.floor(wt)))
     return StepTimes(rank, "wall_time", pd.Series(secs[order], index=index, dtype="float64"),
                      pd.Series(gaps[order], index=index, dtype="int64"), source,
-                     tuple(dropped))
+                     tuple(dropped), resolution=1.0 if whole else 0.0)
 
 
 def all_wall_step_times(run: Run, *, skip_first: int = 1,
@@ -333,14 +345,14 @@ def find_stalls(times: StepTimes, *, ratio: float = 3.0, min_extra: float = 0.05
     than ``min_count`` stalls.
     """
     s = times.seconds
-    if len(s) < 3:
+    if len(s) < 3 or not times.reliable:
         return None
     med = float(np.median(s.to_numpy(dtype="float64")))
     if not math.isfinite(med) or med <= 0:
         return None
     extra_per_step = s - med
     spread = MAD_SCALE * float(np.median(np.abs(s.to_numpy(dtype="float64") - med)))
-    floor = max(min_extra, min_score * spread)
+    floor = max(min_extra, min_score * spread, 2 * times.resolution)
     slow = s[(s > ratio * med) & (extra_per_step > floor)]
     if len(slow) < min_count:
         return None
@@ -393,9 +405,11 @@ def arrival_lags(run: Run, walls: pd.DataFrame | None = None) -> pd.DataFrame:
     per rank, in seconds (``stamp - median of the other ranks' stamps``).
 
     Only steps every rank logged are kept; a step logged in two segments counts with its
-    later segment. Empty with fewer than two ranks. In a job whose ranks synchronise
-    every step, a rank that logs *before* the collective and is consistently late is the
-    one the others wait for; ranks that log after it show lags near zero.
+    later segment. Empty with fewer than two ranks. ``attrs["resolution"]`` is 1.0 when
+    every stamp is a whole second (a lag under a second is then unknowable), else 0.0.
+    In a job whose ranks synchronise every step, a rank that logs *before* the
+    collective and is consistently late is the one the others wait for; ranks that log
+    after it show lags near zero.
     """
     walls = step_walls(run) if walls is None else walls
     walls = walls[walls["rank"] >= 0]
@@ -403,6 +417,8 @@ def arrival_lags(run: Run, walls: pd.DataFrame | None = None) -> pd.DataFrame:
         return pd.DataFrame()
     walls = walls.sort_values(["rank", "step", "segment"]).drop_duplicates(
         ["rank", "step"], keep="last")
+    stamps = walls["wall_time"].to_numpy(dtype="float64")
+    resolution = 1.0 if stamps.size and bool(np.all(stamps == np.floor(stamps))) else 0.0
     wide = walls.pivot(index="step", columns="rank", values="wall_time").dropna()
     if wide.empty:
         return wide
@@ -411,4 +427,6 @@ def arrival_lags(run: Run, walls: pd.DataFrame | None = None) -> pd.DataFrame:
     for j in range(values.shape[1]):
         others = np.delete(values, j, axis=1)
         lags[:, j] = values[:, j] - np.median(others, axis=1)
-    return pd.DataFrame(lags, index=wide.index, columns=[int(c) for c in wide.columns])
+    out = pd.DataFrame(lags, index=wide.index, columns=[int(c) for c in wide.columns])
+    out.attrs["resolution"] = resolution
+    return out

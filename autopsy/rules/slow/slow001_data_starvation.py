@@ -62,7 +62,7 @@ def rank_shares(run: Run, ctx: RuleContext) -> list[RankShare]:
             if math.isfinite(d) and d > 1.05 * total:  # that step time leaves the data wait out
                 total, how = total + d, f"data_time + the {explicit.origin} tag"
                 step_series = None
-        elif wall is not None:
+        elif wall is not None and wall.reliable:
             total, step_series, how = median(wall.seconds), wall.seconds, "wall time per step"
         elif math.isfinite(d) and math.isfinite(c):
             total, how = d + c, "data_time + compute_time"

@@ -93,7 +93,8 @@ def by_arrival(run: Run, ctx: RuleContext, period: dict[int, float]) -> Slow | N
     ref = period.get(top, math.nan)
     if not math.isfinite(ref) or ref <= 0:
         return None
-    if lag < max(float(ctx["min_lag_s"]), float(ctx["lag_share"]) * ref):
+    resolution = float(late.attrs.get("resolution", 0.0))
+    if lag < max(float(ctx["min_lag_s"]), float(ctx["lag_share"]) * ref, 2 * resolution):
         return None
     last = float((kept.idxmax(axis=1) == top).mean())
     if last < ctx["last_share"]:

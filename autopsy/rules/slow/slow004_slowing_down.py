@@ -58,7 +58,7 @@ def slowing_down(run: Run, ctx: RuleContext) -> Finding | None:
         confidence interval, and the step from which the run was noticeably slower.
     """
     times = reference_times(run, ctx)
-    if times is None or len(times.seconds) < int(ctx["min_points"]):
+    if times is None or len(times.seconds) < int(ctx["min_points"]) or not times.reliable:
         return None
     stalls = run_stalls(run, ctx)
     stats = summarize(times.seconds, exclude=stalls.stalls.steps if stalls else ())

@@ -171,7 +171,7 @@ def low_mfu(run: Run, ctx: RuleContext) -> Finding | None:
     if n is None or tokens is None:
         return None
     times = reference_times(run, ctx)
-    step_s = median(times.seconds) if times is not None else math.nan
+    step_s = median(times.seconds) if times is not None and times.reliable else math.nan
     how = "the median step time"
     if not math.isfinite(step_s) or step_s <= 0:
         step_s = run_average_step_time(run) or math.nan
