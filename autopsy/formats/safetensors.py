@@ -129,7 +129,10 @@ def read_safetensors_meta(path: str | os.PathLike[str]) -> SafetensorsMeta:
     with fh:
         if size == 0:
             raise CheckpointFormatError(f"{name}: empty file (0 bytes)")
-        header, base = _header(fh, name, size)
+        try:
+            header, base = _header(fh, name, size)
+        except OSError as exc:
+            raise CheckpointFormatError(f"{name}: cannot read: {exc}") from exc
     meta = SafetensorsMeta(name)
     raw_meta = header.pop("__metadata__", None)
     if isinstance(raw_meta, dict):

@@ -350,14 +350,19 @@ def read_torch_meta(path: str | os.PathLike[str]) -> TorchMeta:
     with fh:
         if size == 0:
             raise CheckpointFormatError(f"{name}: empty file (0 bytes)")
-        magic = fh.read(4)
-        fh.seek(0)
-        if magic[:2] == b"PK" and magic[2:4] in (b"\x03\x04", b"\x05\x06", b"\x07\x08"):
-            unpickled, located, problems = _read_zip(fh, name, size)
-            container = "torch_zip"
-        else:
-            unpickled, located, problems = _read_legacy_or_pickle(fh, name, size)
-            container = unpickled.container
+        try:
+            magic = fh.read(4)
+            fh.seek(0)
+            if magic[:2] == b"PK" and magic[2:4] in (b"\x03\x04", b"\x05\x06", b"\x07\x08"):
+                unpickled, located, problems = _read_zip(fh, name, size)
+                container = "torch_zip"
+            else:
+                unpickled, located, problems = _read_legacy_or_pickle(fh, name, size)
+                container = unpickled.container
+        except CheckpointFormatError:
+            raise
+        except (OSError, struct.error, UnicodeDecodeError, OverflowError) as exc:
+            raise CheckpointFormatError(f"{name}: cannot read: {exc}") from exc
     converter = _Converter(name, container, located)
     try:
         obj = converter.convert(unpickled.obj, "")

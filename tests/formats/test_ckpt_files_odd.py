@@ -89,3 +89,45 @@ def test_hostile_pickle_in_a_legacy_torch_file(tmp_path: Path) -> None:
     assert meta.container == "torch_legacy"
     assert [n for n, _ in meta.unsafe] and meta.unsafe[0][0].endswith(".system")
     assert dict(meta.tensors)["w"].data_offset is not None
+
+
+def _mutants(data: bytes, seed: int, count: int, span: int) -> list[bytes]:
+    """Copies of ``data`` with 1-4 random bytes of its first ``span`` bytes changed."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        raw = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            raw[rng.randrange(min(span, len(raw)))] = rng.randrange(256)
+        out.append(bytes(raw))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["zip", "legacy", "safetensors"])
+def test_damaged_headers_never_escape_as_other_errors(tmp_path: Path, kind: str) -> None:
+    st = pytest.importorskip("safetensors.torch")
+    small = {"a": torch.randn(3, 4), "b": torch.ones(5, dtype=torch.bfloat16)}
+    src = tmp_path / "src"
+    if kind == "safetensors":
+        st.save_file(small, str(src))
+        reader: Any = read_safetensors_meta
+    else:
+        torch.save(small, src, _use_new_zipfile_serialization=kind == "zip")
+        reader = read_torch_meta
+    data = src.read_bytes()
+    span = len(data) if kind != "safetensors" else 200
+    target = tmp_path / "mutant"
+    outcomes = {"read": 0, "refused": 0}
+    for raw in _mutants(data, seed=len(kind), count=150, span=span):
+        target.write_bytes(raw)
+        try:
+            meta = reader(target)
+        except CheckpointFormatError as exc:
+            assert "\n" not in str(exc)
+            outcomes["refused"] += 1
+            continue
+        outcomes["read"] += 1
+        tensors = meta.tensors.items() if kind == "safetensors" else meta.tensors
+        for _name, stats in scan_values(list(tensors), chunk_bytes=64):
+            assert stats.checked or stats.reason
+    assert outcomes["read"] and outcomes["refused"], outcomes
