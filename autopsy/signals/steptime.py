@@ -370,8 +370,8 @@ def find_stalls(times: StepTimes, *, ratio: float = 3.0, min_extra: float = 0.05
         regular = len(near) / len(diffs)
     matched = None
     for key, every in (periods or {}).items():
-        if every and every > 0:
-            tol = max(interval, 1)
+        tol = max(interval, 1)
+        if every and every > 2 * tol:  # an interval of a step or two explains any stall
             hits = sum(1 for st in steps if st % every <= tol)
             if hits >= regular_share * len(steps):
                 matched = key

@@ -60,3 +60,11 @@ def test_one_slow_rank_is_a_straggler_not_starvation_pass() -> None:
     run = timed_run({r: np.full(n, 0.6) for r in range(4)}, tags={"data_time": data})
     assert findings(run, "SLOW001") == []
     assert [f.ranks for f in findings(run, "SLOW002")] == [(3,)]
+
+
+def test_fires_from_the_step_starvation_begins() -> None:
+    n = 200  # the page cache runs out at step 100: data waits from then on
+    data = np.where(np.arange(1, n + 1) < 100, jitter(n, 0.02), jitter(n, 0.5))
+    secs = data + jitter(n, 0.2, seed=1)
+    (f,) = findings(timed_run({None: secs}, tags={"data_time": {None: data}}), "SLOW001")
+    assert f.step is not None and 100 <= f.step <= 104

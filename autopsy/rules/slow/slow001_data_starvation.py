@@ -33,6 +33,7 @@ class RankShare:
     share: float
     how: str
     per_step: pd.Series
+    is_share: bool
 
 
 def _merged(run: Run, tag: str, skip: int) -> dict[int | None, pd.Series]:
@@ -78,14 +79,14 @@ def rank_shares(run: Run, ctx: RuleContext) -> list[RankShare]:
             d = total - c
         else:
             continue
-        out.append(RankShare(r, d, c, total, share, how, per_step))
+        out.append(RankShare(r, d, c, total, share, how, per_step, step_series is not None))
     return out
 
 
 def _onset(s: RankShare, threshold: float, run: Run) -> int | None:
     """The first step from which the share stays high (the first logged step when at once)."""
     per = s.per_step.sort_index()
-    if per.empty or not (s.per_step is not None and per.max() <= 1.5):
+    if per.empty or not s.is_share:
         return first_step(run, s.rank)
     rolled = per.rolling(5, min_periods=1).median()
     high = rolled[rolled >= threshold]

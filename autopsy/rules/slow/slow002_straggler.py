@@ -109,7 +109,7 @@ def by_arrival(run: Run, ctx: RuleContext, period: dict[int, float]) -> Slow | N
     name="straggler",
     family=Family.SLOW,
     causes=("straggler",),
-    thresholds={"ratio": 1.5, "min_excess_share": 0.1, "lag_share": 0.2, "min_lag_s": 0.02,
+    thresholds={"ratio": 1.5, "min_excess_share": 0.1, "lag_share": 0.2, "min_lag_s": 0.05,
                 "last_share": 0.7, "skip_first": SKIP_FIRST},
 )
 def straggler(run: Run, ctx: RuleContext) -> Finding | None:
