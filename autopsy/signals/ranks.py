@@ -228,6 +228,39 @@ def _first_error(frame: pd.DataFrame, roles: pd.Series) -> pd.Series | None:
     return None
 
 
+def _scalar_tops(scalars: pd.DataFrame) -> tuple[dict[int, int], dict[int, float]]:
+    """Per rank, the highest step and the latest wall time of its scalar points.
+
+    Works on the numpy columns with one table indexed by rank (no sort, no copy of
+    the frame), so a million points cost a few MB, not a sort's worth.
+    """
+    if scalars.empty:
+        return {}, {}
+    codes = scalars["rank"].to_numpy(dtype="int64", na_value=-1)
+    has = codes >= 0
+    if not has.any():
+        return {}, {}
+    steps = scalars["step"].to_numpy()
+    walls = scalars["wall_time"].to_numpy()
+    if not has.all():
+        codes, steps, walls = codes[has], steps[has], walls[has]
+    top = int(codes.max())
+    if top < 1 << 22:
+        inv, n = codes, top + 1
+    else:  # sparse, huge rank numbers: number them first
+        uniq, inv = np.unique(codes, return_inverse=True)
+        n = len(uniq)
+    top_step = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(top_step, inv, steps)
+    top_wall = np.full(n, -np.inf)
+    np.fmax.at(top_wall, inv, walls)
+    seen = np.flatnonzero(top_step > np.iinfo(np.int64).min)
+    names = seen if top < 1 << 22 else uniq[seen]
+    return ({int(r): int(top_step[i]) for r, i in zip(names, seen, strict=True)},
+            {int(r): (float(top_wall[i]) if np.isfinite(top_wall[i]) else np.nan)
+             for r, i in zip(names, seen, strict=True)})
+
+
 def rank_status(run: Any) -> pd.DataFrame:
     """Return one row per rank known from scalars or events (index ``rank``).
 
@@ -243,10 +276,8 @@ def rank_status(run: Any) -> pd.DataFrame:
     events: pd.DataFrame = run.events
     ev = events.assign(rank=attributed_ranks(events)) if not events.empty else events
     roles = event_roles(ev)
-    ranks: set[int] = set()
-    rank_arr = (scalars["rank"].to_numpy(dtype="float64", na_value=np.nan)
-                if not scalars.empty else np.empty(0))
-    ranks |= {int(r) for r in np.unique(rank_arr[~np.isnan(rank_arr)])}
+    scalar_steps, scalar_times = _scalar_tops(scalars)
+    ranks: set[int] = set(scalar_steps)
     if not ev.empty:
         ranks |= {int(r) for r in ev["rank"].dropna().unique()}
     rows: list[dict[str, Any]] = []
@@ -254,19 +285,6 @@ def rank_status(run: Any) -> pd.DataFrame:
     for r in sorted(ranks):
         frame = order_events(ev[ev["rank"] == r]) if not ev.empty else ev
         per_rank[r] = (frame, roles.loc[frame.index] if not frame.empty else roles)
-    scalar_steps: dict[int, int] = {}
-    scalar_times: dict[int, float] = {}
-    if not scalars.empty:  # numpy columns, not a copy of the frame (it can be large)
-        has = ~np.isnan(rank_arr)
-        if has.any():
-            uniq, inv = np.unique(rank_arr[has].astype(np.int64), return_inverse=True)
-            top_step = np.full(len(uniq), np.iinfo(np.int64).min, dtype=np.int64)
-            np.maximum.at(top_step, inv, scalars["step"].to_numpy()[has])
-            top_wall = np.full(len(uniq), -np.inf)
-            np.fmax.at(top_wall, inv, scalars["wall_time"].to_numpy()[has])
-            scalar_steps = {int(r): int(v) for r, v in zip(uniq, top_step, strict=True)}
-            scalar_times = {int(r): (float(v) if np.isfinite(v) else np.nan)
-                            for r, v in zip(uniq, top_wall, strict=True)}
     max_step = max(scalar_steps.values(), default=None)
     failing = {r for r, (f, ro) in per_rank.items()
                if ((ro != "info") & ~f["kind"].astype(str).isin(LAUNCHER_KINDS)).any()}
