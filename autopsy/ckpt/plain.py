@@ -188,6 +188,7 @@ def gather_torch(parts: Parts, path: Path) -> None:
 
     data = parts.slot(Part.DATA_POSITION)
     data.required = False
+    data.expected = [f"{path.name}: dataloader / sampler / step / epoch"]
     data.effect = ("no sampler, data-loader state or step counter: the loader restarts the "
                    "epoch from its first batch")
     dkey = first_key(obj, DATA_KEYS)
