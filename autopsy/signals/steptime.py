@@ -7,7 +7,9 @@ Where the time of a step comes from, in order of preference:
 2. the wall time between consecutive logged steps, divided by the step gap (a run that
    logs every 10 steps gives the mean step time of each interval), taken from one
    source (the file with most time-stamped points of that rank) so that two clocks are
-   never mixed.
+   never mixed;
+3. a per-step throughput: ``it/s`` directly, samples/s or tokens/s with the samples or
+   tokens per step (:func:`all_throughput_step_times`).
 
 The Trainer's ``train_steps_per_second`` is a run average, not a series: see
 :func:`run_average_step_time`.
@@ -260,6 +262,57 @@ def tag_step_times(run: Run, rank: int | None = None, *,
         ranked = sorted(r for r in every if r is not None)
         return every[ranked[0]] if ranked else None
     return every.get(rank)
+
+
+def throughput_unit(raw_tag: str) -> str | None:
+    """What a throughput tag counts per second: ``"steps"``, ``"samples"``, ``"tokens"``.
+
+    From the raw spelling (``it/s``, ``samples_per_second``, ``tokens_per_sec``, ``wps``);
+    None when it does not say (a bare ``throughput``).
+    """
+    raw = raw_tag.strip().lower()
+    if raw in ("it/s", "its", "iter/s", "steps_per_second", "train/steps_per_second"):
+        return "steps"
+    if "token" in raw or raw in ("wps", "train/wps"):
+        return "tokens"
+    if "sample" in raw:
+        return "samples"
+    return None
+
+
+def all_throughput_step_times(
+    run: Run, *, skip_first: int = 1, samples_per_step: float | None = None,
+    tokens_per_step: float | None = None,
+) -> dict[int | None, StepTimes]:
+    """Seconds per step from per-step throughput: ``units per step / units per second``.
+
+    ``it/s`` needs nothing more; samples/s needs ``samples_per_step`` and tokens/s needs
+    ``tokens_per_step`` (both for the whole job: DeepSpeed's and Megatron's throughputs
+    are global). Ranks whose throughput cannot be converted are absent.
+    """
+    df = run.scalars
+    if df.empty:
+        return {}
+    mask = (df["tag"] == "throughput").to_numpy(dtype=bool)
+    if not mask.any():
+        return {}
+    per_unit = {"steps": 1.0, "samples": samples_per_step, "tokens": tokens_per_step}
+    out: dict[int | None, StepTimes] = {}
+    for raw in sorted({str(r) for r in df.loc[mask, "raw_tag"].unique()}):
+        unit = throughput_unit(raw)
+        amount = per_unit.get(unit) if unit else None
+        if not amount or not math.isfinite(amount) or amount <= 0:
+            continue
+        sub = df[mask & (df["raw_tag"] == raw).to_numpy(dtype=bool)]
+        one = Run(root=run.root, scalars=sub, events=run.events)
+        for rank, rate in rank_series(one, "throughput", skip_first=skip_first).items():
+            rate = rate[rate > 0]
+            if len(rate) >= 2 and rank not in out:
+                seconds = amount / rate
+                ones = pd.Series(1, index=seconds.index, dtype="int64")
+                out[rank] = StepTimes(rank, f"throughput ({raw})", seconds.astype("float64"),
+                                      ones, None)
+    return out
 
 
 def step_times(run: Run, rank: int | None = None, *, skip_first: int = 1,

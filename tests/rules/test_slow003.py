@@ -48,3 +48,15 @@ def test_near_miss_passes_on_the_healthy_trainer_run() -> None:
     d = diagnose(autopsy.load_run(SAMPLE / "healthy_hf_trainer"))
     assert d.verdict.family is Family.HEALTHY
     assert all(not f.code.startswith("SLOW") for f in d.findings)
+
+
+def test_fires_from_a_throughput_log_without_time_stamps() -> None:
+    from autopsy.model import make_scalars
+
+    rate = np.full(200, 2.0)  # DeepSpeed-style samples/sec, global batch 16: 8 s per step
+    rate[np.arange(24, 200, 25)] = 0.5  # every 25 steps a 32 s step
+    run = timed_run({None: jitter(5, 1.0)}, config={"per_device_train_batch_size": 4,
+                                                     "world_size": 4, "save_steps": 25})
+    run.scalars = make_scalars(range(1, 201), "samples/sec", rate)
+    (f,) = findings(run, "SLOW003")
+    assert f.step == 25 and "save_steps=25" in f.message

@@ -151,3 +151,20 @@ def test_unknown_accelerators_and_peaks_by_precision() -> None:
     assert peak_flops("t4", "bf16") == pytest.approx(8.1e12)  # no bf16 hardware: fp32
     assert peak_flops("nope") is None
     assert all(a.fp16 >= a.fp32 for a in ACCELERATORS.values())
+
+
+def test_throughput_becomes_step_time_when_its_unit_is_known() -> None:
+    from autopsy.signals.steptime import all_throughput_step_times, throughput_unit
+
+    assert [throughput_unit(r) for r in ("it/s", "samples/sec", "tokens_per_second", "wps",
+                                         "throughput")] == ["steps", "samples", "tokens",
+                                                            "tokens", None]
+    its = make_scalars(range(1, 11), "it/s", [1.0] + [4.0] * 9)  # no time stamps at all
+    sps = make_scalars(range(1, 11), "samples/sec", [64.0] * 10)
+    bare = make_scalars(range(1, 11), "throughput", [10.0] * 10)
+    got = all_throughput_step_times(_run([its]))
+    assert got[None].seconds.to_numpy() == pytest.approx([0.25] * 9)
+    assert all_throughput_step_times(_run([sps])) == {}  # samples per step unknown
+    got = all_throughput_step_times(_run([sps]), samples_per_step=32)
+    assert got[None].seconds.to_numpy() == pytest.approx([0.5] * 9)
+    assert all_throughput_step_times(_run([bare]), samples_per_step=32) == {}

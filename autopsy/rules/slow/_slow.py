@@ -14,6 +14,7 @@ from autopsy.signals.steptime import (
     StepTimes,
     StepTimeStats,
     all_tag_step_times,
+    all_throughput_step_times,
     all_wall_step_times,
     arrival_lags,
     step_walls,
@@ -49,6 +50,26 @@ def tag_times(run: Run, ctx: RuleContext) -> dict[int | None, StepTimes]:
                    lambda: all_tag_step_times(run, skip_first=skip))
 
 
+def _global_batch(run: Run) -> float | None:
+    """Samples per optimizer step of the whole job, from the config (None if unknown)."""
+    values = []
+    for key in ("per_device_train_batch_size", "gradient_accumulation_steps", "world_size"):
+        v = run.config.get(key)
+        if key == "per_device_train_batch_size" and not isinstance(v, (int, float)):
+            return None
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+        values.append(float(v) if ok else 1.0)
+    return values[0] * values[1] * values[2]
+
+
+def throughput_times(run: Run, ctx: RuleContext) -> dict[int | None, StepTimes]:
+    """Step times from throughput tags (it/s; samples/s with the config's batch), once."""
+    skip = int(ctx["skip_first"])
+    return _cached(ctx, ("slow.throughput_times", skip),  # type: ignore[return-value]
+                   lambda: all_throughput_step_times(run, skip_first=skip,
+                                                     samples_per_step=_global_batch(run)))
+
+
 def lags(run: Run, ctx: RuleContext) -> pd.DataFrame:
     """:func:`arrival_lags` of the run, computed once."""
     return _cached(ctx, ("slow.lags",),  # type: ignore[return-value]
@@ -64,8 +85,9 @@ def _pick(every: dict[int | None, StepTimes], rank: int | None) -> StepTimes | N
 
 def reference_times(run: Run, ctx: RuleContext, rank: int | None = None) -> StepTimes | None:
     """The step times of ``rank`` (None: the single process, else the lowest rank): an
-    explicit tag, else wall-time deltas."""
-    return _pick(tag_times(run, ctx), rank) or _pick(wall_times(run, ctx), rank)
+    explicit tag, else wall-time deltas, else a throughput tag."""
+    return (_pick(tag_times(run, ctx), rank) or _pick(wall_times(run, ctx), rank)
+            or _pick(throughput_times(run, ctx), rank))
 
 
 def seconds(value: float) -> str:
