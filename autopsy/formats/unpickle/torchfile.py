@@ -81,13 +81,17 @@ def _torch_legacy_or_pickle(fh: IO[bytes], limits: dict[str, int]) -> Unpickled:
     first = scan_stream(fh, limits)
     if first.obj != TORCH_LEGACY_MAGIC or isinstance(first.obj, bool):
         return first
-    version = scan_stream(fh, limits).obj
+    version = scan_stream(fh, limits)
     sys_info = scan_stream(fh, limits)
     main = scan_stream(fh, limits)
-    names = tuple(dict.fromkeys([*sys_info.globals, *main.globals]))
-    return Unpickled(main.obj, names, main.mutated_globals, main.persistent_ids,
+    # Every one of the four pickles can hide a payload (one that still leaves the magic
+    # number on the stack, say): report what any of them references.
+    parts = (first, version, sys_info, main)
+    names = tuple(dict.fromkeys(n for part in parts for n in part.globals))
+    mutated = tuple(dict.fromkeys(n for part in parts for n in part.mutated_globals))
+    return Unpickled(main.obj, names, mutated, main.persistent_ids,
                      container="torch_legacy",
-                     meta={"protocol_version": version, "sys_info": sys_info.obj})
+                     meta={"protocol_version": version.obj, "sys_info": sys_info.obj})
 
 
 def load_torch(
