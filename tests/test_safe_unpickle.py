@@ -473,3 +473,17 @@ def test_damaged_torch_files_raise_only_unpickle_errors(tmp_path: Path) -> None:
             except su.UnpickleError:
                 errors += 1
     assert errors > 100
+
+
+def test_a_payload_in_the_magic_number_pickle_of_a_legacy_file_is_reported() -> None:
+    """``sample_runs/ckpt_plain_hostile_legacy``: ``os.system`` spliced into the first of the
+    four pickles of a legacy torch file, which still leaves the magic number for torch."""
+    from pathlib import Path
+
+    from autopsy.formats.unpickle import load_torch
+
+    path = (Path(__file__).resolve().parent.parent / "sample_runs" / "ckpt_plain_hostile_legacy"
+            / "checkpoint.pt")
+    got = load_torch(path)
+    assert got.container == "torch_legacy"
+    assert "os.system" in got.dangerous or "posix.system" in got.dangerous
