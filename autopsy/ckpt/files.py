@@ -112,9 +112,12 @@ class FileReader:
             meta = read_torch_meta(path)
         except (ValueError, OSError) as exc:
             return Loaded(path, self.rel(path), "torch", error=_one_line(exc))
+        unsafe = list(meta.unsafe)
+        if meta.container == "torch_legacy":
+            known = {g for g, _ in unsafe}
+            unsafe += [(g, why) for g, why in legacy_dangers(path) if g not in known]
         return Loaded(path, self.rel(path), "torch", obj=meta.obj, tensors=list(meta.tensors),
-                      unsafe=list(meta.unsafe), problems=list(meta.problems),
-                      globals=tuple(meta.globals))
+                      unsafe=unsafe, problems=list(meta.problems), globals=tuple(meta.globals))
 
     def _safetensors(self, path: Path) -> Loaded:
         empty = self._empty_file_error(path, "safetensors")
@@ -145,6 +148,37 @@ class FileReader:
             return Loaded(path, self.rel(path), "json",
                           error=f"invalid JSON (partly written?): {_one_line(exc)}")
         return Loaded(path, self.rel(path), "json", obj=obj)
+
+
+#: Pickles at the start of a legacy torch file: magic number, protocol, sys info, the
+#: object, the storage keys. ``torch.load`` unpickles every one of them.
+LEGACY_PICKLES = 5
+
+
+def legacy_dangers(path: Path) -> list[tuple[str, str]]:
+    """Dangerous globals in *any* pickle of a legacy (non-zip) torch file.
+
+    ``torch.load`` unpickles the magic-number, protocol and sys-info pickles and the
+    storage-key list as well as the object, so a payload in any of them runs; each is
+    read here with the restricted unpickler (nothing is imported or called).
+    """
+    from autopsy.formats.unpickle import UnpickleError, danger_reason, scan
+
+    found: list[tuple[str, str]] = []
+    try:
+        with open(path, "rb") as fh:
+            for _ in range(LEGACY_PICKLES):
+                try:
+                    unpickled = scan(fh)
+                except UnpickleError:
+                    break
+                for name in (*unpickled.globals, *unpickled.mutated_globals):
+                    why = danger_reason(name)
+                    if why is not None and all(name != g for g, _ in found):
+                        found.append((name, why))
+    except OSError:
+        pass
+    return found
 
 
 def _one_line(exc: BaseException) -> str:

@@ -127,3 +127,38 @@ def test_nan_in_a_plain_dict_and_in_lightning(plain_stateful: builders.Built,
         assert "CKPT031" in _codes(audit), built.layout
         finding = next(f for f in audit.findings if f.code == "CKPT031")
         assert any(e.key == broken.detail["key"] for e in finding.evidence)
+
+
+@pytest.mark.parametrize("opcode", builders.OPCODES)
+@pytest.mark.parametrize("container", ["zip", "legacy"])
+def test_payload_by_every_opcode_in_zip_and_legacy_files(tmp_path: Path, opcode: str,
+                                                         container: str) -> None:
+    torch = pytest.importorskip("torch")
+    marker = tmp_path / "PWNED"
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    path = folder / "checkpoint.pt"
+    torch.save({"model": {"w": torch.ones(3)}, "step": 2}, path,
+               _use_new_zipfile_serialization=container == "zip")
+    built = builders.Built(path=path, layout="plain_torch", global_step=2, files=(path.name,))
+    builders.hostile_pickle(built, path.name, target="os.system", marker=marker, opcode=opcode)
+    report = audit_path(path, scan_values=True)
+    assert not marker.exists()
+    assert "CKPT030" in _codes(report.picked) and not report.resumable
+    assert any("system" in f.message for f in report.picked.findings)
+
+
+@pytest.mark.parametrize("protocol", range(6))
+@pytest.mark.parametrize("target", sorted(builders.DANGEROUS))
+def test_payload_in_every_pickle_protocol(tmp_path: Path, protocol: int, target: str) -> None:
+    import pickle
+
+    marker = tmp_path / "PWNED"
+    path = tmp_path / "state.pkl"
+    nested = {"model": {"w": [1.0, 2.0]}, "step": 5, "deep": [[{"x": (1, 2)}]]}
+    path.write_bytes(builders.splice_payload(pickle.dumps(nested, protocol=protocol), target,
+                                             marker))
+    audit = audit_path(path).picked
+    assert not marker.exists()
+    assert "CKPT030" in _codes(audit)
+    assert ".".join(builders.DANGEROUS[target]) in " ".join(f.message for f in audit.findings)
