@@ -168,3 +168,18 @@ def test_throughput_becomes_step_time_when_its_unit_is_known() -> None:
     got = all_throughput_step_times(_run([sps]), samples_per_step=32)
     assert got[None].seconds.to_numpy() == pytest.approx([0.5] * 9)
     assert all_throughput_step_times(_run([bare]), samples_per_step=32) == {}
+
+
+def test_a_stall_inside_a_coarse_logging_interval_is_found() -> None:
+    # 0.5 s steps logged every 10 steps; a 2 s save every 50 steps
+    per_step = np.full(300, 0.5) * (1 + 0.01 * np.random.default_rng(3).standard_normal(300))
+    per_step[np.arange(49, 300, 50)] += 2.0
+    ends = T0 + np.cumsum(per_step)
+    steps = np.arange(10, 301, 10)
+    frame = make_scalars(steps, "loss", np.ones(len(steps)), wall_time=ends[steps - 1],
+                         source="ev")
+    run = _run([frame], {"save_steps": 50})
+    stalls = find_stalls(step_times(run), periods=config_periods(run))
+    assert stalls is not None and stalls.steps == (50, 100, 150, 200, 250, 300)
+    assert stalls.matched == "save_steps"
+    assert stalls.extra_seconds == pytest.approx(12.0, rel=0.05)
