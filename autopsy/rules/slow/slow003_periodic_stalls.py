@@ -40,9 +40,11 @@ def periodic_stalls(run: Run, ctx: RuleContext) -> Finding | None:
     """Training stalls every N steps, and the stalls cost a share of the run.
 
     What happened:
-        Some steps take far longer than the median step: at least ``ratio`` times
-        it, ``min_extra_s`` seconds and ``min_score`` robust deviations above it,
-        ``min_count`` times or more, and they recur on a period (most gaps between
+        Some steps take far longer than the median step: the logged interval holding
+        one took at least ``min_extra_s`` seconds and ``ratio - 1`` median steps more
+        than the median pace (logging every step: the step took ``ratio`` times the
+        median), ``min_score`` robust deviations above it; this happens
+        ``min_count`` times or more, and the stalls recur on a period (most gaps between
         them equal) or on the config's ``save_steps`` / ``eval_steps`` (the stall
         falls in the interval that ends at the multiple or the next one). Their cost
         is the time above the median; it is an error when it reaches ``share`` of

@@ -22,8 +22,9 @@ def irregular_stalls(run: Run, ctx: RuleContext) -> Finding | None:
 
     What happened:
         Some steps take far longer than the median step (the same test as SLOW003:
-        ``ratio`` times it, ``min_extra_s`` seconds and ``min_score`` robust
-        deviations above it, ``min_count`` times or more), but not on a period nor
+        at least ``min_extra_s`` seconds and ``ratio - 1`` median steps beyond the
+        median pace, ``min_score`` robust deviations above it, ``min_count`` times or
+        more), but not on a period nor
         on the config's save or eval interval. Their cost, the time above the
         median, is an error from ``share`` of the run's step time, a warning from
         ``warn_share``. The first ``skip_first`` steps of each segment are left out.
