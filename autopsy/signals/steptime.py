@@ -124,12 +124,12 @@ class Stalls:
 
 
 def step_walls(run: Run) -> pd.DataFrame:
-    """The time stamp of every logged training step, per rank: ``rank, segment, step, wall_time``.
+    """The time stamp of every logged training step: ``rank, segment, step, wall_time``.
 
     One source per rank and segment (the file with most time-stamped training rows of
     that rank in that segment, so two clocks are never mixed); a step's time is its first
-    stamp there. ``rank`` is -1
-    for rows without a rank. Evaluation and end-of-run summary tags are not clocks.
+    stamp there. ``rank`` is -1 for rows without a rank. Evaluation and end-of-run
+    summary tags are not clocks. ``attrs["sources"]`` maps each rank to its main file.
     """
     df = run.scalars
     cols = ["rank", "segment", "step", "wall_time"]
