@@ -12,13 +12,14 @@ import dataclasses
 import os
 from pathlib import Path
 
-from autopsy.ckpt.checks import completeness, consistency, integrity
+from autopsy.ckpt.checks import CHECKS, completeness, consistency, integrity
 from autopsy.ckpt.checks.judge import Judge
-from autopsy.ckpt.components import AuditReport, CheckpointAudit
+from autopsy.ckpt.components import AuditReport, CheckpointAudit, Component, Part, Status
 from autopsy.ckpt.files import FileReader
 from autopsy.ckpt.layouts import CheckpointRef, Layout, find_checkpoints, pick_newest
 from autopsy.ckpt.parts import Parts
 from autopsy.errors import NothingReadable, RunNotFound, UsageError
+from autopsy.model.finding import Evidence, Family, Finding, Severity
 
 
 def _gather(ref: CheckpointRef) -> Parts:
@@ -80,6 +81,27 @@ def _audit(ref: CheckpointRef, world_size: int | None,
     return audit, not files or any(f.readable for f in files)
 
 
+def _guarded(ref: CheckpointRef, world_size: int | None,
+             scan_values: bool) -> tuple[CheckpointAudit, bool]:
+    """:func:`_audit`, with an unexpected failure turned into a not-resumable result."""
+    try:
+        return _audit(ref, world_size, scan_values)
+    except Exception as exc:  # a bug on odd input must degrade the report, never crash it
+        what = f"the audit of {ref.path.name} failed: {type(exc).__name__}: {exc}"
+        finding = Finding(
+            code="CKPT020", name=CHECKS["CKPT020"].name, family=Family.RESUME,
+            cause=CHECKS["CKPT020"].cause, severity=Severity.ERROR, confidence=0.5,
+            title=CHECKS["CKPT020"].title, message=what,
+            evidence=(Evidence(what, source=ref.path.name),),
+            advice=("audit the files one by one; please report this input to autopsy",))
+        components = tuple(Component(p.value, Status.CORRUPT if p is Part.WEIGHTS
+                                     else Status.MISSING, required=p is Part.WEIGHTS)
+                           for p in Part)
+        return CheckpointAudit(path=str(ref.path), layout=ref.layout.value, step=ref.step,
+                               components=components, findings=(finding,),
+                               problems=(what,)), True
+
+
 def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
                scan_values: bool = False) -> AuditReport:
     """Audit a checkpoint file, a checkpoint folder, or every checkpoint under a run dir.
@@ -105,7 +127,7 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
         raise NothingReadable(f"no checkpoint found in {root} (looked for checkpoint-N/, "
                               "save_state folders, global_stepN/, DCP folders, .pt/.bin/"
                               ".ckpt/.safetensors files)")
-    results = {ref.path: _audit(ref, world_size, scan_values) for ref in refs}
+    results = {ref.path: _guarded(ref, world_size, scan_values) for ref in refs}
     audits = {path: audit for path, (audit, _) in results.items()}
     if not any(readable for _, readable in results.values()):
         first = next(iter(audits.values()))

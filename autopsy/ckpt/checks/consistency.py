@@ -96,7 +96,9 @@ def _optimizer(judge: Judge, optimizer: dict[str, Any], gs: int | None,
         judge.fail("CKPT010", "the optimizer state has no 'state' dict or 'param_groups' list",
                    advice=["re-save the optimizer with optimizer.state_dict()"])
         return None
-    params = [p for g in groups if isinstance(g, dict) for p in (g.get("params") or [])]
+    params = [p for g in groups if isinstance(g, dict)
+              and isinstance(g.get("params"), (list, tuple))
+              for p in g["params"] if isinstance(p, (int, str))]
     with_state = [p for p in params if p in state]
     judge.note(Part.OPTIMIZER, f"{len(groups)} param group(s), {len(params)} parameter(s), "
                                f"{len(with_state)} with state")
