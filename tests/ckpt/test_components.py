@@ -233,3 +233,29 @@ def test_newest_resumable_is_named_when_the_newest_is_not(hf_run: builders.Built
     assert Path(report.newest_resumable.path).name == oldest
     advice = [a for f in report.picked.findings for a in f.advice]
     assert f"resume from {oldest}, the newest complete one" in advice
+
+
+def test_fp16_run_needs_its_grad_scaler(hf_run: builders.Built, tmp_path: Path) -> None:
+    with_scaler = builders.hf_fp16(_copy(hf_run, tmp_path, "a"), scaler=True)
+    audit = audit_path(with_scaler.path).picked
+    assert _status(audit)["grad_scaler"] == "ok" and audit.resumable
+    without = builders.hf_fp16(_copy(hf_run, tmp_path, "b"), scaler=False)
+    audit = audit_path(without.path).picked
+    assert _status(audit)["grad_scaler"] == "missing" and not audit.resumable
+    finding = next(f for f in audit.findings if f.code == "CKPT004")
+    assert finding.cause == "grad_scaler_not_restored"
+    assert "65536" in audit.component("grad_scaler").effect
+
+
+def test_lora_adapter_in_a_trainer_folder_counts_as_weights(hf_run: builders.Built,
+                                                            tmp_path: Path) -> None:
+    built = _copy(hf_run, tmp_path)
+    adapter = builders.lora_adapter(tmp_path / "adapter")
+    (built.path / "model.safetensors").unlink()
+    for name in ("adapter_model.safetensors", "adapter_config.json"):
+        (built.path / name).write_bytes((adapter.path / name).read_bytes())
+    audit = audit_path(built.path).picked
+    weights = audit.component("weights")
+    assert weights.status.value == "ok" and "adapter_model.safetensors" in weights.files
+    # the full model's optimizer does not match an adapter's shapes: a mixed-up folder
+    assert "CKPT014" in {f.code for f in audit.findings}
