@@ -66,7 +66,7 @@ def _audit(ref: CheckpointRef, world_size: int | None,
     judge = Judge(parts, gs)
     integrity.check(judge)
     saved_world = completeness.check(judge, world_size)
-    consistency.check(judge)
+    consistency.check(judge, saved_world)
     if scan_values:
         from autopsy.ckpt.checks import values
 

@@ -12,7 +12,7 @@ all is ``unsafe``, and no check failed with severity error.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -140,7 +140,6 @@ class AuditReport:
     problems: tuple[str, ...] = ()
     world_size: int | None = None
     scanned_values: bool = False
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def resumable(self) -> bool:

@@ -31,8 +31,13 @@ def global_step(judge: Judge) -> tuple[int | None, str]:
     return None, ""
 
 
-def check(judge: Judge) -> None:
-    """Run every consistency check that the components present allow."""
+def check(judge: Judge, world_size: int | None = None) -> None:
+    """Run every consistency check that the components present allow.
+
+    ``world_size`` is the one the checkpoint was saved with: accelerate's
+    ``AcceleratedScheduler`` steps the scheduler once per process per optimizer step
+    (unless ``split_batches``), so ``last_epoch`` may be the step count times it.
+    """
     parts = judge.parts
     gs, gs_src = global_step(judge)
     if parts.layout in (Layout.HF_TRAINER, Layout.DEEPSPEED) and parts.name_step is not None:
@@ -53,7 +58,7 @@ def check(judge: Judge) -> None:
     if optimizer is not None and not parts.flat_optimizer:
         opt_step = _optimizer(judge, optimizer, gs, gs_src)
     if scheduler is not None:
-        _scheduler(judge, scheduler, gs, gs_src, opt_step)
+        _scheduler(judge, scheduler, gs, gs_src, opt_step, world_size)
         if optimizer is not None:
             _lr(judge, scheduler, optimizer)
     _shapes(judge, optimizer)
@@ -144,7 +149,7 @@ def _optimizer(judge: Judge, optimizer: dict[str, Any], gs: int | None,
 
 
 def _scheduler(judge: Judge, scheduler: dict[str, Any], gs: int | None, gs_src: str,
-               opt_step: int | None) -> None:
+               opt_step: int | None, world_size: int | None = None) -> None:
     parts = judge.parts
     last = int_value(scheduler.get("last_epoch"))
     count = int_value(scheduler.get("_step_count"))
@@ -162,7 +167,10 @@ def _scheduler(judge: Judge, scheduler: dict[str, Any], gs: int | None, gs_src: 
     ref, ref_src = (gs, gs_src) if gs is not None else (opt_step, "the optimizer's step count")
     if ref is None:
         return
-    if not _accepts(last, ref, parts.grad_accum, parts.fp16, (opt_step,)):
+    others: tuple[int | None, ...] = (opt_step,)
+    if parts.layout is Layout.ACCELERATE and world_size and world_size > 1:
+        others += (ref * world_size, opt_step * world_size if opt_step is not None else None)
+    if not _accepts(last, ref, parts.grad_accum, parts.fp16, others):
         what = f"the scheduler's last_epoch is {last}, but {ref_src} is {ref}"
         judge.mark(Part.SCHEDULER, Status.INCONSISTENT, what)
         judge.fail("CKPT012", what + ": after the resume the LR is that of another step",
