@@ -140,15 +140,16 @@ import json, sys, time
 from autopsy.formats.torchmeta import read_torch_meta
 from autopsy.formats.safetensors import read_safetensors_meta
 from autopsy.formats.valuescan import scan_values
-chunk = int(sys.argv[3])
+from autopsy.formats.valuescan import default_workers
+chunk, workers = int(sys.argv[3]), int(sys.argv[4]) or default_workers()
 tensors = read_torch_meta(sys.argv[1]).tensors
 tensors += list(read_safetensors_meta(sys.argv[2]).tensors.items())
 t0 = time.perf_counter()
-stats = list(scan_values(tensors, chunk_bytes=chunk))
+stats = list(scan_values(tensors, chunk_bytes=chunk, workers=workers))
 dt = time.perf_counter() - t0
 assert all(s.checked and s.finite for _, s in stats)
 print(json.dumps({"seconds": dt, "bytes": sum(i.nbytes for _, i in tensors),
-                  "tensors": len(stats), "maxrss": hwm()}))
+                  "tensors": len(stats), "workers": workers, "maxrss": hwm()}))
 """
 
 NUMPY_SCAN = HWM + """
@@ -312,7 +313,8 @@ def main() -> None:
     print(f"torch.load mmap + load_file: {loadfile['median']:.3f} s", file=sys.stderr)
     assert ours["tensors"] == theirs["tensors"] == loadfile["tensors"]
 
-    scans = {mb: measure(OURS_SCAN, [*files, str(mb << 20)], args.runs) for mb in (4, 64)}
+    scans = {(mb, w): measure(OURS_SCAN, [*files, str(mb << 20), str(w)], args.runs)
+             for mb, w in ((64, 0), (64, 1), (4, 0))}
     numpy_scan = measure(NUMPY_SCAN, files, 3)
     cat = io_floor(["cat", *files], args.runs)
     dd = io_floor(["sh", "-c", f"dd if={files[0]} bs=64M of=/dev/null && "
@@ -364,8 +366,9 @@ def main() -> None:
         "| peak RSS |",
         "|---|---|---|",
     ]
-    for mb, d in scans.items():
-        lines.append(f"| autopsy `scan_values`, chunk {mb} MiB | **{rate(d)}** "
+    for (mb, _w), d in scans.items():
+        threads = "1 thread" if d["workers"] == 1 else f"{d['workers']} threads (default)"
+        lines.append(f"| autopsy `scan_values`, chunk {mb} MiB, {threads} | **{rate(d)}** "
                      f"| {d['maxrss'] / mib:.0f} MiB |")
     lines += [
         f"| `np.isfinite(np.memmap(...)).all()` per tensor | {rate(numpy_scan)} "
@@ -381,12 +384,15 @@ def main() -> None:
         *(f"| {name} | {r:.2f} |" for name, r in strategies["rates"].items()),
         "",
         "- `scan_values` maps each file read-only and looks at a tensor in windows of "
-        "`chunk_bytes` (at most 16 MiB), each window's pages dropped after use with "
-        "`madvise(MADV_DONTNEED)`: no copy and bounded RSS (the chunk-4-MiB row pays more "
-        "calls). In each 4 MiB block two read-only reductions (max of the unsigned and of "
-        "the signed integer view) tell both \"any non-finite?\" and the largest finite "
-        "magnitude; only blocks holding a non-finite value take an exact pass. A 64 MiB "
-        "window gave the same speed at +50 MiB RSS; `readinto` a buffer pays a copy.",
+        "`chunk_bytes` (at most 16 MiB), tallied by up to 4 threads (the CPUs it may use; "
+        "numpy drops the GIL in reductions, so page faults and reductions overlap), each "
+        "window's pages dropped after use with `madvise(MADV_DONTNEED)`: no copy and "
+        "bounded RSS (4 MiB windows pay more calls). In each 4 MiB block two read-only "
+        "reductions (max of the unsigned and of the signed integer view) tell both "
+        "\"any non-finite?\" and the largest finite magnitude; only blocks holding a "
+        "non-finite value take an exact pass. 64 MiB windows gave the same speed at "
+        "+50 MiB RSS; `readinto` a buffer pays a copy. The strategy table is one "
+        "single-threaded run each, noisy on a shared machine.",
         f"- Machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end "
         f"(other jobs share it), {platform.machine()}, {platform.system()} "
         f"{platform.release()}, Python {platform.python_version()}; {_versions()}.",

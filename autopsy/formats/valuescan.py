@@ -1,9 +1,12 @@
 """Count NaN / +Inf / -Inf in tensors by streaming their bytes from the file, numpy only.
 
 Each file is memory-mapped read-only; a tensor is looked at window by window
-(``chunk_bytes``), each window's pages dropped from the process after use
-(``madvise(MADV_DONTNEED)``), so memory stays bounded without copying the bytes.
-Files that cannot be mapped are read into one reusable buffer instead. The
+(``chunk_bytes``, at most 16 MiB), windows tallied by a few threads, each
+window's pages dropped from the process after use (``madvise(MADV_DONTNEED)``),
+so memory stays bounded without copying the bytes.
+Files that cannot be mapped are read into one reusable buffer instead. (A file
+cut shorter while it is scanned would fault through the map: its size is checked
+again before each tensor.) The
 bytes are looked at as unsigned and signed integers of the element's width. A float is non-finite
 exactly when its exponent bits are all ones, i.e. when its bits without the sign
 are at least the threshold (``0x7F800000`` for float32); and because the bits of
@@ -22,7 +25,9 @@ import errno
 import mmap
 import os
 import stat
+from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO
 
@@ -144,6 +149,15 @@ class _Tally:
         if good.size:
             self.top = max(self.top, int(good.max()))
 
+    def merge(self, other: _Tally) -> None:
+        """Add the counts of the next window (windows merged in file order)."""
+        self.nan += other.nan
+        self.posinf += other.posinf
+        self.neginf += other.neginf
+        if self.first_bad is None:
+            self.first_bad = other.first_bad
+        self.top = max(self.top, other.top)
+
     def stats(self, dtype: str) -> ValueStats:
         return ValueStats(True, self.nan, self.posinf, self.neginf, self.first_bad,
                           bits_to_float(dtype, self.top) if self.top >= 0 else None)
@@ -204,23 +218,25 @@ def _read_exact(fh: IO[bytes], view: memoryview) -> int:
     return got
 
 
-def _scan_mapped(mm: mmap.mmap, offset: int, nbytes: int, layout: _Layout, tally: _Tally,
-                 window: int) -> None:
-    width = np.dtype(layout.unsigned).itemsize
+def _windows(offset: int, nbytes: int, width: int, window: int) -> list[tuple[int, int, int]]:
+    """``(file offset, bytes, first value index)`` of each window over a tensor's bytes."""
     window = max(window - window % width, width)
+    return [(offset + done, min(window, nbytes - done), done // width)
+            for done in range(0, nbytes, window)]
+
+
+def _scan_window(mm: mmap.mmap, layout: _Layout, start: int, n: int, first: int) -> _Tally:
+    """Tally one window of a mapped file, then drop its pages from the process."""
+    tally = _Tally(layout)
+    width = np.dtype(layout.unsigned).itemsize
     block = max(_BLOCK_BYTES // width, 1)
-    done = 0
-    while done < nbytes:
-        n = min(window, nbytes - done)
-        start = offset + done
-        values = np.frombuffer(mm, layout.unsigned, n // width, start)
-        first = done // width
-        for i in range(0, len(values), block):
-            tally.add(values[i : i + block], first + i)
-        del values
-        page = start - start % mmap.PAGESIZE
-        mm.madvise(mmap.MADV_DONTNEED, page, start + n - page)
-        done += n
+    values = np.frombuffer(mm, layout.unsigned, n // width, start)
+    for i in range(0, len(values), block):
+        tally.add(values[i : i + block], first + i)
+    del values
+    page = start - start % mmap.PAGESIZE
+    mm.madvise(mmap.MADV_DONTNEED, page, start + n - page)
+    return tally
 
 
 def _scan_read(fh: IO[bytes], offset: int, nbytes: int, layout: _Layout, tally: _Tally,
@@ -239,7 +255,22 @@ def _scan_read(fh: IO[bytes], offset: int, nbytes: int, layout: _Layout, tally: 
     return True
 
 
-def _scan_one(info: TensorInfo, files: _Files, chunk: int, buf: list[bytearray]) -> ValueStats:
+@dataclass(frozen=True)
+class _Job:
+    """A contiguous tensor of a mapped file, to be tallied window by window."""
+
+    dtype: str
+    layout: _Layout
+    map: mmap.mmap
+    windows: list[tuple[int, int, int]]
+
+
+def _plan(info: TensorInfo, files: _Files, chunk: int, buf: list[bytearray]) -> ValueStats | _Job:
+    """The windows to scan for a tensor, or its stats when it is decided here.
+
+    Unscannable tensors, empty ones, non-contiguous ones and those of files that
+    cannot be mapped are decided (and read) here, on the calling thread.
+    """
     layout = LAYOUTS.get(info.dtype)
     if layout is None:
         reason = "not a floating dtype" if not info.is_floating else f"{info.dtype} not supported"
@@ -257,15 +288,33 @@ def _scan_one(info: TensorInfo, files: _Files, chunk: int, buf: list[bytearray])
         return _scan_strided(info, handle.fh, handle.size, layout, tally)
     if info.data_offset + info.nbytes > handle.size:
         return ValueStats(False, reason="the file ends before the tensor's last byte")
+    if handle.map is not None and os.fstat(handle.fh.fileno()).st_size < handle.size:
+        return ValueStats(False, reason="the file shrank while it was being scanned")
     if handle.map is not None:
-        _scan_mapped(handle.map, info.data_offset, info.nbytes, layout, tally,
-                     min(chunk, MAX_WINDOW))
-    else:
-        if not buf:
-            buf.append(bytearray(chunk))
-        if not _scan_read(handle.fh, info.data_offset, info.nbytes, layout, tally, buf[0]):
-            return ValueStats(False, reason="the file ends before the tensor's last byte")
+        width = np.dtype(layout.unsigned).itemsize
+        return _Job(info.dtype, layout, handle.map,
+                    _windows(info.data_offset, info.nbytes, width, min(chunk, MAX_WINDOW)))
+    if not buf:
+        buf.append(bytearray(chunk))
+    if not _scan_read(handle.fh, info.data_offset, info.nbytes, layout, tally, buf[0]):
+        return ValueStats(False, reason="the file ends before the tensor's last byte")
     return tally.stats(info.dtype)
+
+
+def _finish(job: _Job, parts: Iterable[_Tally]) -> ValueStats:
+    tally = _Tally(job.layout)
+    for part in parts:
+        tally.merge(part)
+    return tally.stats(job.dtype)
+
+
+def default_workers() -> int:
+    """Threads for the value scan: the CPUs this process may use, at most 4."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus))
 
 
 def _scan_strided(info: TensorInfo, fh: IO[bytes], size: int, layout: _Layout,
@@ -288,25 +337,66 @@ def _scan_strided(info: TensorInfo, fh: IO[bytes], size: int, layout: _Layout,
 
 
 def scan_values(
-    tensors: Iterable[tuple[str, TensorInfo]], *, chunk_bytes: int = 64 << 20
+    tensors: Iterable[tuple[str, TensorInfo]],
+    *,
+    chunk_bytes: int = 64 << 20,
+    workers: int | None = None,
 ) -> Iterator[tuple[str, ValueStats]]:
-    """Yield ``(name, ValueStats)`` for each tensor, streaming its bytes from its file.
+    """Yield ``(name, ValueStats)`` for each tensor, in order, streaming its bytes from its file.
 
-    Memory is bounded by one window of mapped pages (``chunk_bytes``, at most
-    :data:`MAX_WINDOW`) or, where a file cannot be mapped, one read buffer of
-    ``chunk_bytes``; plus one non-contiguous tensor's span (at most
-    :data:`MAX_STRIDED_BYTES`). Never raises for bad input: a tensor that cannot
-    be read is returned with ``checked=False`` and a reason.
+    Windows of mapped files are tallied by ``workers`` threads (default
+    :func:`default_workers`; numpy releases the GIL in its reductions), the
+    tensors after the one being yielded planned ahead while fewer than
+    ``2 * workers`` windows wait. Memory is bounded by the mapped pages of the
+    windows being tallied (one per thread, each ``chunk_bytes``, at most
+    :data:`MAX_WINDOW`, dropped when done) or, where a file cannot be mapped,
+    one read buffer of ``chunk_bytes``; plus one non-contiguous tensor's span
+    (at most :data:`MAX_STRIDED_BYTES`). Never raises for bad input: a tensor
+    that cannot be read is returned with ``checked=False`` and a reason.
     """
     files = _Files()
     chunk = max(64, int(chunk_bytes))
+    threads = default_workers() if workers is None else max(1, int(workers))
     buf: list[bytearray] = []  # the read buffer, made only if a file cannot be mapped
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    pending: deque[tuple[str, ValueStats | _Job, list[Future[_Tally]]]] = deque()
+    in_flight = 0
+
+    def settle() -> tuple[str, ValueStats]:
+        nonlocal in_flight
+        name, planned, futures = pending.popleft()
+        in_flight -= len(futures)
+        if isinstance(planned, ValueStats):
+            return name, planned
+        try:
+            return name, _finish(planned, [f.result() for f in futures])
+        except (OSError, ValueError) as exc:
+            return name, ValueStats(False, reason=f"read error: {exc}")
+
     try:
         for name, info in tensors:
             try:
-                stats = _scan_one(info, files, chunk, buf)
+                planned = _plan(info, files, chunk, buf)
+                if isinstance(planned, _Job) and pool is None:
+                    planned = _finish(planned, (_scan_window(planned.map, planned.layout, *w)
+                                                for w in planned.windows))
             except (OSError, ValueError) as exc:
-                stats = ValueStats(False, reason=f"read error: {exc}")
-            yield name, stats
+                planned = ValueStats(False, reason=f"read error: {exc}")
+            futures: list[Future[_Tally]] = []
+            if isinstance(planned, _Job) and pool is not None:
+                futures = [pool.submit(_scan_window, planned.map, planned.layout, *w)
+                           for w in planned.windows]
+                in_flight += len(futures)
+            pending.append((name, planned, futures))
+            while pending and (in_flight > 2 * threads or not pending[0][2]
+                               or all(f.done() for f in pending[0][2])):
+                yield settle()
+        while pending:
+            yield settle()
     finally:
+        if pool is not None:
+            for _name, _planned, futures in pending:
+                for future in futures:
+                    future.cancel()
+            pool.shutdown(wait=True)
         files.close()

@@ -67,10 +67,12 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[str,
 
 
 @pytest.mark.parametrize("fmt", ["zip", "legacy", "safetensors"])
-@pytest.mark.parametrize("chunk", [64, 1000, 64 << 20])
-def test_counts_equal_torch(saved: dict, fmt: str, chunk: int) -> None:
+@pytest.mark.parametrize(("chunk", "workers"), [(64, 1), (64, 3), (1000, 2), (64 << 20, None)])
+def test_counts_equal_torch(saved: dict, fmt: str, chunk: int, workers: int | None) -> None:
     tensors = planted()
-    results = dict(scan_values(saved[fmt], chunk_bytes=chunk))
+    order = [name for name, _ in scan_values(saved[fmt], chunk_bytes=chunk, workers=workers)]
+    assert order == [k for k, _ in saved[fmt]]
+    results = dict(scan_values(saved[fmt], chunk_bytes=chunk, workers=workers))
     assert set(results) == {k for k, _ in saved[fmt]}
     for key, stats in results.items():
         if key == "ints":
@@ -142,3 +144,10 @@ def test_read_path_when_a_file_cannot_be_mapped(
     results = dict(scan_values(saved["safetensors"], chunk_bytes=100))
     for key in ("float32.bad", "bfloat16.bad", "float64.clean", "f8"):
         assert results[key] == expected(tensors[key]), key
+
+
+def test_stopping_early_closes_cleanly(saved: dict) -> None:
+    scan = scan_values(saved["zip"], chunk_bytes=64, workers=2)
+    first = next(scan)
+    assert first[0] == saved["zip"][0][0]
+    scan.close()  # cancels pending windows, joins the threads, unmaps the files
