@@ -61,6 +61,8 @@ def component_evidence(run: Run, audit: CheckpointAudit, comps: list[Component]
     where = name(run, audit)
     for c in comps:
         detail = f": {c.evidence[-1]}" if c.evidence else ""
+        if not detail and c.status is Status.MISSING and c.files:
+            detail = f": {', '.join(c.files[:3])} not found"
         files = ", ".join(c.files[:3])
         out.append(Evidence(f"{where}: {c.name} {c.status.value}{detail}",
                             source=f"{where}/{c.files[0]}" if c.files else where,
