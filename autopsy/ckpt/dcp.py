@@ -124,7 +124,22 @@ def gather(parts: Parts, folder: Path) -> None:
     _check_storage(parts, folder, meta)
 
 
-def _check_storage(parts: Parts, folder: Path, meta: Any) -> None:
+def read_sub_folder(parts: Parts, folder: Path, part: Part) -> bool:
+    """A DCP folder holding one component (an HF FSDP ``optimizer_0/`` or
+    ``pytorch_model_fsdp_0/``): its ``.metadata`` read, its files checked; whether found."""
+    if not (folder / ".metadata").is_file():
+        return False
+    loaded = parts.reader.read(folder / ".metadata")
+    slot = parts.slot(part)
+    slot.files.append(loaded)
+    slot.present = True
+    slot.where = f"{folder.name}/ (torch.distributed.checkpoint)"
+    meta = unwrap(loaded.obj)
+    _check_storage(parts, folder, meta, part)
+    return True
+
+
+def _check_storage(parts: Parts, folder: Path, meta: Any, part: Part = Part.WEIGHTS) -> None:
     """Every ``.distcp`` file the metadata names exists and holds the bytes it says."""
     if not isinstance(meta, dict) or not isinstance(meta.get("storage_data"), dict):
         return
@@ -142,10 +157,10 @@ def _check_storage(parts: Parts, folder: Path, meta: Any) -> None:
         try:
             size = path.stat().st_size
         except OSError:
-            parts.missing_files.append((Part.WEIGHTS, rel,
+            parts.missing_files.append((part, rel,
                                         f".metadata names {rel}, which does not exist"))
             continue
         if size < end:
             parts.missing_files.append(
-                (Part.WEIGHTS, rel, f"{rel} is {size:,} bytes but .metadata needs {end:,} "
-                                    "(truncated)"))
+                (part, rel, f"{rel} is {size:,} bytes but .metadata needs {end:,} "
+                            "(truncated)"))

@@ -113,6 +113,15 @@ def gather(parts: Parts, folder: Path) -> None:
         from autopsy.ckpt.deepspeed import gather_optimizer
 
         gather_optimizer(parts, folder / ds_dirs[-1])
+    fsdp = sorted(n for n in names if n.startswith(("optimizer", "pytorch_model_fsdp"))
+                  and (folder / n).is_dir())
+    if fsdp:  # FSDP's sharded state dicts: a DCP folder per component
+        from autopsy.ckpt.dcp import read_sub_folder
+
+        for name in fsdp:
+            part = Part.OPTIMIZER if name.startswith("optimizer") else Part.WEIGHTS
+            if read_sub_folder(parts, folder / name, part) and part is Part.OPTIMIZER:
+                parts.flat_optimizer = True
     if "scheduler.pt" in names:
         loaded = reader.read(folder / "scheduler.pt")
         sched.files.append(loaded)

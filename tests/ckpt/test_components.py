@@ -259,3 +259,29 @@ def test_lora_adapter_in_a_trainer_folder_counts_as_weights(hf_run: builders.Bui
     assert weights.status.value == "ok" and "adapter_model.safetensors" in weights.files
     # the full model's optimizer does not match an adapter's shapes: a mixed-up folder
     assert "CKPT014" in {f.code for f in audit.findings}
+
+
+def test_fsdp_sharded_state_in_a_trainer_folder(hf_run: builders.Built, tmp_path: Path) -> None:
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    dcp = pytest.importorskip("torch.distributed.checkpoint")
+    built = _copy(hf_run, tmp_path)
+    for name in ("model.safetensors", "optimizer.pt"):
+        (built.path / name).unlink()
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.AdamW(model.parameters())
+    model(torch.randn(3, 4)).sum().backward()
+    opt.step()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dcp.save({"model": model.state_dict()},
+                 checkpoint_id=str(built.path / "pytorch_model_fsdp_0"))
+        dcp.save({"optimizer": opt.state_dict()}, checkpoint_id=str(built.path / "optimizer_0"))
+    audit = audit_path(built.path).picked
+    assert _status(audit)["weights"] == _status(audit)["optimizer"] == "ok"
+    assert "optimizer_0/.metadata" in audit.component("optimizer").files
+    shard = next((built.path / "optimizer_0").glob("*.distcp"))
+    shard.write_bytes(shard.read_bytes()[:10])
+    audit = audit_path(built.path).picked
+    assert _status(audit)["optimizer"] == "corrupt" and "CKPT021" in _codes(audit)

@@ -215,7 +215,8 @@ def _lr(judge: Judge, scheduler: dict[str, Any], optimizer: dict[str, Any]) -> N
 def _shapes(judge: Judge, optimizer: dict[str, Any] | None) -> None:
     parts = judge.parts
     if parts.flat_optimizer:
-        judge.note(Part.OPTIMIZER, "ZeRO partitions are flat: per-parameter shapes not compared")
+        judge.note(Part.OPTIMIZER, "sharded optimizer (ZeRO / FSDP): per-parameter shapes not "
+                                   "compared")
         return
     moments = list(parts.moment_tensors)
     if optimizer is not None and not moments:
