@@ -123,3 +123,16 @@ def test_first_nan_loss_per_rank_is_an_event(tmp_path: Path) -> None:
     assert ev["kind"].tolist() == ["nan_loss"]
     assert (ev["rank"].iloc[0], ev["step"].iloc[0], ev["line"].iloc[0]) == (1, 3, 6)
     assert ev["details"].iloc[0]["value"] == "nan"
+
+
+def test_generic_lines_give_their_timing_fields() -> None:
+    got = parse_metrics("2026-11-22 16:34:23,962 INFO step 5 loss 1.4269 lr 0.100000 "
+                        "data_time 0.1004 compute_time 0.0008")
+    assert got is not None and got.step == 5
+    assert dict(got.values) == {"loss": 1.4269, "lr": 0.1, "data_time": 0.1004,
+                                "compute_time": 0.0008}
+    timed = parse_metrics("iter 12 loss=2.5 time: 0.31 eta 0:01:02")
+    assert timed is not None and dict(timed.values) == {"loss": 2.5, "time": 0.31}
+    # "time" alone is a field only with ":" or "=" (not "in time 3 of 5")
+    plain = parse_metrics("step 3 loss 1.0 done in time 3")
+    assert plain is not None and dict(plain.values) == {"loss": 1.0}

@@ -26,8 +26,9 @@ _DS_STEP = re.compile(r"\bstep=(\d+), skipped=(\d+)(?:, lr=\[([^\]]*)\])?")
 _FAIRSEQ_PIPE = re.compile(r"\|\s*(\w+)\s+(" + _NUM + r")(?=\s*\||\s*$)")
 _FAIRSEQ_EQ = re.compile(r"\b(\w+)=(" + _NUM + r")(?=,|\s|$)")
 _GEN_STEP = re.compile(r"\b(?:[Ss]tep|[Ii]ter(?:ation)?|global_step)\s*[:= #]\s*(\d+)")
-_GEN_PAIR = re.compile(r"\b(loss|lr|learning_rate|grad_norm|gnorm|loss_scale|ppl)\s*[:=]?\s*("
-                       + _NUM + r")(?![\w.])")
+_GEN_PAIR = re.compile(
+    r"\b(loss|lr|learning_rate|grad_norm|gnorm|loss_scale|ppl|data_time|compute_time|step_time"
+    r"|iter_time|batch_time|(?<![\w.])time(?=\s*[:=]))\s*[:=]?\s*(" + _NUM + r")(?![\w.])")
 _LOGGING_STEPS = re.compile(r"logging_steps\s*[=:]\s*(\d+)")
 _BAR_AFTER = re.compile(rb"\r\s*\d+%\|[^|\r\n]*\|\s*(\d+)/(\d+) \[[^\r\n\x1b]*?\](?!\x1b\[A)")
 
