@@ -10,6 +10,11 @@ from autopsy.model.finding import Evidence, Finding, Severity
 from autopsy.rules.registry import RuleSpec, ThresholdValue
 
 
+class SkipRule(Exception):
+    """Raised by a rule that cannot judge this run; the engine records it as skipped,
+    with the message as the reason (never a silent pass)."""
+
+
 @dataclass(frozen=True)
 class RuleContext:
     """The context of one rule's run: its spec and its effective thresholds."""
@@ -22,6 +27,11 @@ class RuleContext:
 
     def __getitem__(self, name: str) -> Any:
         return self.thresholds[name]
+
+    def skip(self, reason: str) -> SkipRule:
+        """The exception to raise when the run lacks what this rule needs:
+        ``raise ctx.skip("the hardware is unknown: pass --gpu")``."""
+        return SkipRule(reason)
 
     def finding(
         self,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from autopsy.model.finding import Family, Finding
 from autopsy.model.run import Run
 from autopsy.model.verdict import Verdict
-from autopsy.rules.context import RuleContext
+from autopsy.rules.context import RuleContext, SkipRule
 from autopsy.rules.ranking import is_failure, rank
 from autopsy.rules.registry import RuleSpec, load_rules, unmet_requirements
 from autopsy.rules.settings import Settings
@@ -76,6 +76,9 @@ def run_rules(
         ctx = RuleContext(spec=spec, thresholds=settings.thresholds(spec), shared=shared)
         try:
             found = _as_findings(spec.func(run, ctx))
+        except SkipRule as exc:  # the rule said why it cannot judge this run
+            skipped.append(Skipped(code, spec.name, str(exc) or "the rule could not judge"))
+            continue
         except Exception as exc:  # one broken rule must not take the report down
             skipped.append(Skipped(code, spec.name, f"rule failed: {type(exc).__name__}: {exc}"))
             continue

@@ -54,6 +54,22 @@ def test_a_crashing_rule_is_a_skip_not_a_traceback() -> None:
     assert "rule failed: ZeroDivisionError" in d.skipped[0].reason
 
 
+def test_a_rule_that_cannot_judge_says_why_in_the_skips() -> None:
+    def unsure(run, ctx):
+        raise ctx.skip("the hardware is unknown: pass --gpu")
+
+    d = diagnose(synthetic_run({"loss": [1.0]}), registry={"TST001": _spec("TST001", unsure)})
+    assert [(s.code, s.reason) for s in d.skipped] == [("TST001",
+                                                        "the hardware is unknown: pass --gpu")]
+    assert d.ran == ()
+
+
+def test_slow005_without_a_known_peak_is_skipped_with_the_reason() -> None:
+    d = diagnose(synthetic_run({"loss": [2.0, 1.9, 1.8], "step_time": [0.5, 0.5, 0.5]}))
+    reasons = {s.code: s.reason for s in d.skipped}
+    assert "--gpu" in reasons["SLOW005"]
+
+
 def test_an_explanation_outranks_a_bare_symptom() -> None:
     symptom = _finding("TST001", Severity.CRITICAL, None, step=481, confidence=0.99)
     cause = _finding("TST002", Severity.CRITICAL, "lr_too_high", step=480, confidence=0.6)

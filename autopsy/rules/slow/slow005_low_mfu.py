@@ -120,8 +120,8 @@ def low_mfu(run: Run, ctx: RuleContext) -> Finding | None:
         FLOP/s per device (Megatron's ``throughput per GPU (TFLOP/s/GPU)``), or an HF
         Trainer run's ``total_flos`` over its ``train_runtime`` (evaluation and saving
         included, so a lower bound), needs only the peak; HF's
-        ``num_input_tokens_seen`` gives the tokens per step. The rule says nothing
-        when an input is unknown.
+        ``num_input_tokens_seen`` gives the tokens per step. When an input is
+        unknown the rule is listed as skipped, naming the input missing.
 
     Why it happens:
         The accelerator waits: for data (SLOW001), for other ranks (SLOW002), for
@@ -143,7 +143,8 @@ def low_mfu(run: Run, ctx: RuleContext) -> Finding | None:
     world = _number(run.config.get("world_size")) or float(max(1, len(ranks_of(run))))
     peak, precision = _peak(run, ctx)
     if peak is None:
-        return None
+        raise ctx.skip("the accelerator's peak FLOP/s is unknown: pass --gpu NAME or "
+                       "--peak-flops X (or set SLOW005.gpu / SLOW005.peak_flops)")
     n = (Known(float(ctx["n_params"]), "threshold n_params") if float(ctx["n_params"]) > 0
          else _config(run, PARAM_KEYS))
     tokens = _tokens_per_step(run, ctx, int(world))
@@ -169,7 +170,9 @@ def low_mfu(run: Run, ctx: RuleContext) -> Finding | None:
                                                 "devices": world, "peak_flops": peak.value}),
             Evidence(summary=f"peak: {peak.source}")])
     if n is None or tokens is None:
-        return None
+        missing = " and ".join(w for w, v in (("the model size", n), ("the tokens per step",
+                                                                       tokens)) if v is None)
+        raise ctx.skip(f"{missing} unknown (set SLOW005.n_params / SLOW005.tokens_per_step)")
     times = reference_times(run, ctx)
     step_s = median(times.seconds) if times is not None and times.reliable else math.nan
     how = "the median step time"
