@@ -130,9 +130,11 @@ def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) ->
 
 
 def _audit_checkpoints(root: Path, problems: list[Problem]) -> list[Any]:
-    """The audit of every checkpoint under ``root`` (metadata only), for the resume rules.
+    """The audit of the run's checkpoints (metadata only), for the resume rules.
 
-    Oldest first; the last is the one a resume would pick. The root of an HF output dir
+    From the one a resume would pick back to the newest resumable one (older ones are
+    not read, so a run with many large checkpoints stays cheap); oldest first, the last
+    is the one a resume would pick. The root of an HF output dir
     that holds only the final ``save_model`` (no ``checkpoint-N/``) is not a checkpoint
     a resume uses, and is left out. A failure of the audit is a problem, never a crash.
     """
@@ -143,7 +145,7 @@ def _audit_checkpoints(root: Path, problems: list[Problem]) -> list[Any]:
     from autopsy.errors import NothingReadable
 
     try:
-        report = audit_path(root)
+        report = audit_path(root, stop_at_resumable=True)
     except NothingReadable:
         return []
     except Exception as exc:  # the audit must degrade the report, never crash it

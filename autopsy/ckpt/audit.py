@@ -103,12 +103,15 @@ def _guarded(ref: CheckpointRef, world_size: int | None,
 
 
 def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
-               scan_values: bool = False) -> AuditReport:
+               scan_values: bool = False, stop_at_resumable: bool = False) -> AuditReport:
     """Audit a checkpoint file, a checkpoint folder, or every checkpoint under a run dir.
 
     The verdict (``report.resumable``) is about the checkpoint a resume would pick:
     the newest (highest step in the name, as ``get_last_checkpoint``; DeepSpeed's
     ``latest`` tag). ``report.newest_resumable`` names the newest one that is.
+    ``stop_at_resumable`` audits from the picked one back to the newest resumable one
+    and no further (``report.checkpoints`` then holds only those): what ``load_run``
+    uses, so that a run dir with many large checkpoints stays cheap to load.
 
     Raises:
         RunNotFound: ``path`` does not exist.
@@ -127,15 +130,20 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
         raise NothingReadable(f"no checkpoint found in {root} (looked for checkpoint-N/, "
                               "save_state folders, global_stepN/, DCP folders, .pt/.bin/"
                               ".ckpt/.safetensors files)")
-    results = {ref.path: _guarded(ref, world_size, scan_values) for ref in refs}
+    picked_ref = pick_newest(refs, root)
+    order = [picked_ref, *(r for r in reversed(refs) if r is not picked_ref)]
+    results: dict[Path, tuple[CheckpointAudit, bool]] = {}
+    for ref in order:
+        results[ref.path] = _guarded(ref, world_size, scan_values)
+        if stop_at_resumable and results[ref.path][0].resumable:
+            break
     audits = {path: audit for path, (audit, _) in results.items()}
     if not any(readable for _, readable in results.values()):
-        first = next(iter(audits.values()))
+        first = audits[picked_ref.path]
         why = first.problems[0] if first.problems else "unreadable"
         raise NothingReadable(f"nothing readable in {root}: {why}")
-    picked_ref = pick_newest(refs, root)
     picked = audits[picked_ref.path]
-    ordered = [audits[r.path] for r in refs]
+    ordered = [audits[r.path] for r in refs if r.path in audits]
     newest_ok = next((a for a in reversed(ordered) if a.resumable), None)
     if not picked.resumable and newest_ok is not None:
         advice = f"resume from {_name(newest_ok, root)}, the newest complete one"

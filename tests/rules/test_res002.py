@@ -37,17 +37,31 @@ def test_fires_on_a_save_without_trainer_state() -> None:
     assert found and any("trainer_state.json" in e.summary for e in found[0].evidence)
 
 
-def test_fires_on_an_older_damaged_checkpoint_too(tmp_path: Path) -> None:
+def _copy_good(tmp_path: Path) -> Path:
     src = SAMPLES / "ckpt_hf_good"
     if not src.exists():
         pytest.skip("ckpt_hf_good is not there")
     run = tmp_path / "run"
     shutil.copytree(src, run)
-    (run / "checkpoint-4" / "optimizer.pt").write_bytes(b"")
+    return run
+
+
+def test_fires_naming_every_damaged_checkpoint_back_to_a_good_one(tmp_path: Path) -> None:
+    run = _copy_good(tmp_path)
+    for name in ("checkpoint-8", "checkpoint-4"):
+        (run / name / "optimizer.pt").write_bytes(b"")
     d = diagnose(autopsy.load_run(run))
     found = _res002(d)
-    assert found and "checkpoint-4" in found[0].message
-    assert not [f for f in d.findings if f.code == "RES001"]  # the newest is fine
+    assert found and "checkpoint-8" in found[0].message and "checkpoint-4" in found[0].message
+    assert "no checkpoint of this run is resumable" in " ".join(found[0].advice)
+
+
+def test_near_miss_passes_when_only_an_older_one_is_damaged(tmp_path: Path) -> None:
+    # a resume picks checkpoint-8, which is complete: analyze does not read further back
+    run = _copy_good(tmp_path)
+    (run / "checkpoint-4" / "optimizer.pt").write_bytes(b"")
+    d = diagnose(autopsy.load_run(run))
+    assert not _res002(d) and not [f for f in d.findings if f.code == "RES001"]
 
 
 def test_near_miss_passes_on_intact_checkpoints() -> None:

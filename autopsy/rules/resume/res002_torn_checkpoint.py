@@ -46,7 +46,9 @@ def torn_checkpoint(run: Run, ctx: RuleContext) -> Finding | None:
 
     Evidence shown:
         Each damaged file with what is wrong with it (from the checkpoint audit),
-        for every damaged checkpoint, newest first.
+        for every damaged checkpoint, newest first. `autopsy analyze` reads the
+        checkpoints from the one a resume picks back to the newest resumable one;
+        `autopsy ckpt RUN_DIR` reads them all.
     """
     damaged = [(a, check_findings(a, INTEGRITY_CHECKS)) for a in reversed(audits(run))]
     damaged = [(a, found) for a, found in damaged if found]
