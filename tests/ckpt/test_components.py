@@ -285,3 +285,14 @@ def test_fsdp_sharded_state_in_a_trainer_folder(hf_run: builders.Built, tmp_path
     shard.write_bytes(shard.read_bytes()[:10])
     audit = audit_path(built.path).picked
     assert _status(audit)["optimizer"] == "corrupt" and "CKPT021" in _codes(audit)
+
+
+def test_stop_at_resumable_reads_back_only_to_a_good_one(hf_run: builders.Built,
+                                                         tmp_path: Path) -> None:
+    names = hf_run.detail["checkpoints"]
+    report = audit_path(hf_run.run_dir, stop_at_resumable=True)
+    assert [Path(a.path).name for a in report.checkpoints] == [names[-1]]
+    built = builders.remove(_copy(hf_run, tmp_path), "scheduler.pt")
+    report = audit_path(built.run_dir, stop_at_resumable=True)
+    assert [Path(a.path).name for a in report.checkpoints] == names[-2:]
+    assert Path(report.newest_resumable.path).name == names[-2]
