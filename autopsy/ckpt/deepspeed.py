@@ -126,9 +126,9 @@ def gather(parts: Parts, folder: Path) -> None:
         ts.value = {k: states.get(k) for k in ("global_steps", "global_samples", "skipped_steps")}
         parts.global_steps.append(("model states global_steps", gs))
         skipped = int_value(states.get("skipped_steps"))
-        if skipped:
+        if skipped:  # overflow skips: the scheduler did not step on those
             ts.notes.append(f"{skipped} step(s) skipped on fp16 overflow")
-            parts.grad_accum = parts.grad_accum or 1
+            parts.fp16 = True
     else:
         ts.effect = "the engine restarts its step counters at 0"
     dp = int_value(states.get("dp_world_size"))
@@ -143,7 +143,7 @@ def gather(parts: Parts, folder: Path) -> None:
         args.where = "model states: ds_config"
         args.value = config
         fp16 = config.get("fp16")
-        if isinstance(fp16, dict):
+        if isinstance(fp16, dict) and parts.fp16 is None:
             parts.fp16 = bool(fp16.get("enabled", False))
     else:
         args.not_applicable = "the model states hold no ds_config"
