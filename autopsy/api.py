@@ -135,8 +135,9 @@ def _audit_checkpoints(root: Path, problems: list[Problem]) -> list[Any]:
     From the one a resume would pick back to the newest resumable one (older ones are
     not read, so a run with many large checkpoints stays cheap); oldest first, the last
     is the one a resume would pick. The root of an HF output dir
-    that holds only the final ``save_model`` (no ``checkpoint-N/``) is not a checkpoint
-    a resume uses, and is left out. A failure of the audit is a problem, never a crash.
+    that holds only the final ``save_model`` (no ``checkpoint-N/``) and weights-only
+    files (model exports) are not checkpoints a resume uses, and are left out. A
+    failure of the audit is a problem, never a crash.
     """
     if not root.is_dir():
         return []
@@ -153,8 +154,9 @@ def _audit_checkpoints(root: Path, problems: list[Problem]) -> list[Any]:
                                 kind="reader_error"))
         return []
     audits = [a for a in report.checkpoints
-              if not (Path(a.path) == root and a.layout == Layout.HF_TRAINER.value
-                      and not root.name.startswith("checkpoint-"))]
+              if not a.weights_only
+              and not (Path(a.path) == root and a.layout == Layout.HF_TRAINER.value
+                       and not root.name.startswith("checkpoint-"))]
     picked = report.picked
     if picked in audits:
         audits = [a for a in audits if a is not picked] + [picked]

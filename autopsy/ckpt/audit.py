@@ -76,7 +76,8 @@ def _audit(ref: CheckpointRef, world_size: int | None,
     problems += [what for _, _, what in parts.missing_files]
     audit = CheckpointAudit(path=str(ref.path), layout=parts.layout.value, step=gs,
                             components=judge.components(), findings=tuple(judge.findings),
-                            problems=tuple(problems), world_size=saved_world)
+                            problems=tuple(problems), world_size=saved_world,
+                            weights_only=parts.weights_only)
     files = parts.all_files()
     return audit, not files or any(f.readable for f in files)
 

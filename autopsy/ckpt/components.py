@@ -93,6 +93,8 @@ class CheckpointAudit:
         findings: the checks that failed, as findings (family ``resume``).
         problems: files that could not be read fully, one line each.
         world_size: the world size the checkpoint was saved with, if known.
+        weights_only: a weights-only save (a safetensors file or folder, a bare state
+            dict): a model export rather than a training checkpoint.
     """
 
     path: str
@@ -102,6 +104,7 @@ class CheckpointAudit:
     findings: tuple[Finding, ...] = ()
     problems: tuple[str, ...] = ()
     world_size: int | None = None
+    weights_only: bool = False
 
     @property
     def resumable(self) -> bool:

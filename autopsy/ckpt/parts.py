@@ -73,6 +73,8 @@ class Parts:
     flat_optimizer: bool = False
     #: Folder-level facts for the torn-save check (a Trainer folder without trainer_state.json).
     torn: list[str] = field(default_factory=list)
+    #: A weights-only save (safetensors, a bare state dict): a model export.
+    weights_only: bool = False
 
     def slot(self, part: Part) -> Slot:
         """The slot of ``part`` (created empty on first use)."""

@@ -73,6 +73,7 @@ def gather_safetensors(parts: Parts, path: Path) -> None:
 
 
 def _weights_only(parts: Parts, why: str) -> None:
+    parts.weights_only = True
     for part, what in ((Part.OPTIMIZER, "the optimizer (Adam's moments)"),
                        (Part.SCHEDULER, "the LR schedule (warmup again)")):
         slot = parts.slot(part)

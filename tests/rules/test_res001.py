@@ -64,3 +64,15 @@ def test_near_miss_passes_on_a_final_model_without_checkpoints() -> None:
     d = _diagnose(SAMPLES / "frozen_params")
     assert not _res001(d)
     assert autopsy.load_run(SAMPLES / "frozen_params").checkpoints == []
+
+
+def test_near_miss_passes_on_a_weights_only_export(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file
+
+    save_file({"w": torch.zeros(2, 2)}, str(tmp_path / "model.safetensors"))
+    torch.save({"layer.weight": torch.zeros(2)}, tmp_path / "export.pt")
+    (tmp_path / "train.log").write_text("step 1 loss 2.0\nstep 2 loss 1.5\n")
+    run = autopsy.load_run(tmp_path)
+    assert run.checkpoints == []
+    assert not _res001(diagnose(run))
