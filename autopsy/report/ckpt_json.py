@@ -26,6 +26,7 @@ def _checkpoint(audit: CheckpointAudit) -> dict[str, Any]:
         "step": audit.step,
         "resumable": audit.resumable,
         "world_size": audit.world_size,
+        "weights_only": audit.weights_only,
         "losses": audit.losses(),
         "components": [c.to_dict() for c in audit.components],
         "findings": [f.to_dict() for f in audit.findings],
