@@ -38,12 +38,19 @@ MAD_SCALE = 1.4826
 class Boundary:
     """One restart of the run: segment ``previous`` ends, segment ``segment`` begins.
 
+    A relaunch that went on exactly after the previous launch's last step does not send the
+    steps back, so it stays in the same segment; it is still a boundary when it wrote its
+    own event file after the previous one's (``previous_source`` and ``source`` then name
+    the two files, and ``previous == segment``).
+
     Attributes:
         previous: the segment before the restart.
         segment: the segment after it.
-        resume_step: the new segment's first step.
-        previous_first: the previous segment's first step.
-        previous_last: the previous segment's last step (where it died or stopped).
+        resume_step: the new segment's (or file's) first step.
+        previous_first: the previous segment's (or file's) first step.
+        previous_last: its last step (where it died or stopped).
+        previous_source: the previous launch's event file, for a boundary inside a segment.
+        source: the new launch's event file, for a boundary inside a segment.
     """
 
     previous: int
@@ -51,6 +58,8 @@ class Boundary:
     resume_step: int
     previous_first: int
     previous_last: int
+    previous_source: str | None = None
+    source: str | None = None
 
     @property
     def replayed(self) -> int:
@@ -58,14 +67,63 @@ class Boundary:
         return max(0, self.previous_last - self.resume_step + 1)
 
 
+def _file_boundaries(run: Run) -> list[Boundary]:
+    """Relaunches inside one segment: event files written one after the other whose steps
+    go on (the second starts after the first's last step and after its last wall time)."""
+    df = run.scalars
+    if df.empty:
+        return []
+    src = df["source"].astype(str)
+    sub = df.loc[src.str.contains("tfevents", regex=False).to_numpy(),
+                 ["segment", "source", "step", "wall_time"]]
+    if sub.empty:
+        return []
+    sub = sub.assign(source=sub["source"].astype(str))
+    g = sub.groupby(["segment", "source"], observed=True).agg(
+        first=("step", "min"), last=("step", "max"), t0=("wall_time", "min"),
+        t1=("wall_time", "max"), n=("step", "size")).reset_index()
+    g = g[(g["n"] >= 2) & g["t0"].notna()]
+    out = []
+    for seg, files in g.groupby("segment", observed=True):
+        files = files.sort_values("t0")
+        rows = list(files.itertuples(index=False))
+        for a, b in itertools.pairwise(rows):
+            if b.t0 > a.t1 and b.first > a.last:
+                out.append(Boundary(previous=int(seg), segment=int(seg),
+                                    resume_step=int(b.first), previous_first=int(a.first),
+                                    previous_last=int(a.last), previous_source=str(a.source),
+                                    source=str(b.source)))
+    return out
+
+
 def boundaries(run: Run) -> list[Boundary]:
-    """The run's restarts, in segment order (empty for a run of one segment)."""
+    """The run's restarts (empty for a run of one launch): between consecutive segments, then
+    between event files that continue each other inside a segment; by resume step."""
     segs = sorted(run.segments(), key=lambda s: s["segment"])
-    return [
+    found = [
         Boundary(previous=a["segment"], segment=b["segment"], resume_step=b["first_step"],
                  previous_first=a["first_step"], previous_last=a["last_step"])
         for a, b in itertools.pairwise(segs)
     ]
+    return found + sorted(_file_boundaries(run), key=lambda b: (b.segment, b.resume_step))
+
+
+def sides(run: Run, b: Boundary, tag: str) -> tuple[pd.Series, pd.Series]:
+    """``tag`` before and after the boundary: per segment, or per event file inside one."""
+    if b.source is None or b.previous_source is None:
+        return run.series(tag, segment=b.previous), run.series(tag, segment=b.segment)
+    return (run.series(tag, segment=b.previous, source=b.previous_source),
+            run.series(tag, segment=b.segment, source=b.source))
+
+
+def new_side(run: Run, b: Boundary) -> tuple[float, int]:
+    """The new side's first wall time (NaN if unknown) and last step."""
+    df = run.scalars
+    mask = df["segment"] == b.segment
+    if b.source is not None:
+        mask &= df["source"].astype(str) == b.source
+    rows = df.loc[mask]
+    return float(rows["wall_time"].min()), int(rows["step"].max())
 
 
 def value_at(s: pd.Series, step: int) -> tuple[float, int] | None:
@@ -177,7 +235,7 @@ class LossJump:
             the excess is largest (a run of them starting within the first ``head + 1``
             points): the previous segment's losses at the same steps, or its level before.
         after: median of the new segment's losses over those steps.
-        ratio: ``after / reference``.
+        ratio: ``after / reference`` (NaN when the reference is not positive).
         score: the median excess over those steps in units of the noise of the previous
             segment's losses (a single-point blip does not move a median of three).
         left: the excess over the reference at the end of ``window``, as a fraction of the
@@ -230,7 +288,7 @@ def loss_jump(previous: pd.Series, new: pd.Series, resume_step: int, *, head: in
     floor = max(sigma, 1e-3 * abs(level), 1e-12) if math.isfinite(sigma) else abs(level) * 0.05
     return LossJump(
         reference=reference, after=after,
-        ratio=after / reference if reference > 0 else math.inf,
+        ratio=after / reference if reference > 0 else math.nan,
         score=first / floor,
         left=last / first if first > 0 else 1.0,
         same_steps=same, steps=(int(nx[0]), int(nx[-1])),

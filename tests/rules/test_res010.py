@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from resume_runs import SAMPLE_RUNS, audit, finding, loss_curve, schedule, segmented_run
 
@@ -69,3 +70,19 @@ def test_near_miss_passes_on_planned_warm_restarts_inside_one_launch() -> None:
 
 def test_near_miss_passes_on_the_real_healthy_resume() -> None:
     assert finding(autopsy.load_run(SAMPLE_RUNS / "resumed_after_stop"), "RES010") is None
+
+
+def test_fires_on_a_relaunch_that_went_on_in_a_new_event_file(tmp_path: Path) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    loss = loss_curve(range(1, 101))
+    for steps, lr_of in ((range(1, 51), schedule), (range(51, 101), lambda s: schedule(s - 50))):
+        writer = SummaryWriter(log_dir=str(tmp_path / "runs"))  # a relaunch: a new file
+        for s in steps:
+            writer.add_scalar("train/learning_rate", lr_of(s), s)
+            writer.add_scalar("train/loss", loss[s], s)
+        writer.close()
+    run = autopsy.load_run(tmp_path)
+    assert len(run.segments()) == 1  # the steps never went back
+    f = finding(run, "RES010")
+    assert f is not None and f.step == 51 and "warm-up started again" in f.message

@@ -65,3 +65,25 @@ def test_near_miss_passes_on_an_exact_resume_with_its_epoch() -> None:
         {"loss": _loss(after, 2.0, 0), "epoch": {s: s / 25 for s in after}},
     ])
     assert finding(run, "RES013") is None
+
+
+def test_near_miss_passes_quietly_on_odd_series() -> None:
+    """NaN, inf, negative, single-point and zero-LR launches: no resume rule fails or fires."""
+    from autopsy.api import diagnose
+
+    nan, inf = float("nan"), float("inf")
+    a, b = range(1, 30), range(10, 40)
+    odd = [
+        [{"loss": dict.fromkeys(a, 1.0), "learning_rate": dict.fromkeys(a, 1e-3)},
+         {"loss": dict.fromkeys(b, nan), "learning_rate": dict.fromkeys(b, nan)}],
+        [{"loss": {1: 1.0}}, {"loss": {1: 2.0}}],
+        [{"loss": dict.fromkeys(a, inf), "loss_scale": dict.fromkeys(a, inf)},
+         {"loss": dict.fromkeys(b, 1.0), "loss_scale": dict.fromkeys(b, 65536.0)}],
+        [{"loss": {s: -1.0 - s / 100 for s in a}}, {"loss": dict.fromkeys(b, -0.5)}],
+        [{"learning_rate": dict.fromkeys(a, 0.0), "epoch": dict.fromkeys(a, 0.0)},
+         {"learning_rate": dict.fromkeys(b, 0.0), "epoch": dict.fromkeys(b, 5.0)}],
+    ]
+    for launches in odd:
+        d = diagnose(segmented_run(launches, checkpoints=[audit(9), audit(20, ["optimizer"])]))
+        assert not [s for s in d.skipped if s.code.startswith("RES01") and "failed" in s.reason]
+        assert not [f for f in d.findings if f.code.startswith("RES01")]

@@ -16,6 +16,7 @@ from autopsy.signals.resume import (
     lr_break,
     noise,
     pattern_repeat,
+    sides,
     value_at,
 )
 
@@ -112,3 +113,30 @@ def test_pattern_repeat_low_for_new_batches() -> None:
     new = _s({s: 2.0 - s / 100 + 0.05 * w[s] for s in range(41, 101)})  # an exact resume
     pr = pattern_repeat(prev, new, 1, 41)
     assert pr is not None and abs(pr.from_start) < 0.5 and pr.same_step > 0.9
+
+
+def _file(steps: range, t0: float, source: str, tag: str = "loss") -> pd.DataFrame:
+    return make_scalars(list(steps), tag, [1.0] * len(steps),
+                        wall_time=[t0 + s for s in steps], source=source)
+
+
+def test_event_files_that_continue_each_other_are_a_boundary() -> None:
+    from pathlib import Path
+
+    frames = [_file(range(1, 31), 0.0, "runs/a/events.out.tfevents.1"),
+              _file(range(31, 61), 500.0, "runs/b/events.out.tfevents.2")]
+    run = Run(root=Path("x"), scalars=concat_scalars(frames), events=empty_events())
+    (b,) = boundaries(run)
+    assert (b.previous, b.segment, b.resume_step, b.previous_last) == (0, 0, 31, 30)
+    assert b.previous_source == "runs/a/events.out.tfevents.1"
+    prev, new = sides(run, b, "loss")
+    assert list(prev.index) == list(range(1, 31)) and list(new.index) == list(range(31, 61))
+
+
+def test_files_written_at_the_same_time_are_no_boundary() -> None:
+    from pathlib import Path
+
+    frames = [_file(range(1, 61), 0.0, "runs/train/events.out.tfevents.1"),
+              _file(range(10, 61, 10), 5.0, "runs/eval/events.out.tfevents.1", "eval_loss")]
+    run = Run(root=Path("x"), scalars=concat_scalars(frames), events=empty_events())
+    assert boundaries(run) == []

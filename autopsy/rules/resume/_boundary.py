@@ -25,7 +25,8 @@ RESET_MIN_SPAN = 10
 def is_reset(b: Boundary) -> bool:
     """Whether the new segment started the step counter over (near the previous start)."""
     span = b.previous_last - b.previous_first
-    return span >= RESET_MIN_SPAN and b.resume_step - b.previous_first <= RESET_FRACTION * span
+    return (b.source is None and span >= RESET_MIN_SPAN
+            and b.resume_step - b.previous_first <= RESET_FRACTION * span)
 
 
 def resumes(run: Run) -> list[Boundary]:

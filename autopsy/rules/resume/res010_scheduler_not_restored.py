@@ -7,7 +7,7 @@ from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 from autopsy.rules.resume._boundary import confidence, part_check, restored_note, resumes
-from autopsy.signals.resume import lr_break
+from autopsy.signals.resume import lr_break, sides
 
 
 @rule(
@@ -55,8 +55,7 @@ def scheduler_not_restored(run: Run, ctx: RuleContext) -> Finding | None:
         boundary and is not reported.
     """
     for b in resumes(run):
-        prev = run.series("learning_rate", segment=b.previous)
-        new = run.series("learning_rate", segment=b.segment)
+        prev, new = sides(run, b, "learning_rate")
         br = lr_break(prev, new, b.resume_step)
         if br is None:
             continue
@@ -70,8 +69,8 @@ def scheduler_not_restored(run: Run, ctx: RuleContext) -> Finding | None:
         climb = (f", climbing to {br.climb_to:.4g} over {br.climb} steps"
                  if br.warmup_again else "")
         evidence = [Evidence(
-            f"step {br.step}: LR {br.expected:.4g} before the restart (segment {b.previous}), "
-            f"{br.got:.4g} after it (segment {b.segment}){climb}",
+            f"step {br.step}: LR {br.expected:.4g} before the restart, "
+            f"{br.got:.4g} after it{climb}",
             tag="learning_rate", steps=(b.resume_step, br.step + br.climb),
             numbers={"resume_step": b.resume_step, "lr_before": br.expected,
                      "lr_after": br.got, "ratio": br.ratio, "climb_steps": br.climb})]

@@ -7,7 +7,7 @@ from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 from autopsy.rules.resume._boundary import confidence, part_check, restored_note, resumes
-from autopsy.signals.resume import loss_jump, lr_break
+from autopsy.signals.resume import loss_jump, lr_break, sides
 
 
 @rule(
@@ -55,8 +55,7 @@ def optimizer_state_lost(run: Run, ctx: RuleContext) -> Finding | None:
         restart is reported with lower confidence (the LR may explain it).
     """
     for b in resumes(run):
-        prev = run.series("loss", segment=b.previous)
-        new = run.series("loss", segment=b.segment)
+        prev, new = sides(run, b, "loss")
         lj = loss_jump(prev, new, b.resume_step, window=int(ctx["window"]))
         if lj is None or lj.ratio < float(ctx["min_ratio"]) or lj.score < float(ctx["min_score"]):
             continue
@@ -65,8 +64,7 @@ def optimizer_state_lost(run: Run, ctx: RuleContext) -> Finding | None:
         base = float(ctx["confidence"])
         lr_note = ""
         if run.has("learning_rate"):
-            br = lr_break(run.series("learning_rate", segment=b.previous),
-                          run.series("learning_rate", segment=b.segment), b.resume_step)
+            br = lr_break(*sides(run, b, "learning_rate"), b.resume_step)
             if br is not None and br.ratio > 1 + float(ctx["max_lr_change"]):
                 base -= 0.25
                 lr_note = f"; the LR also jumped {br.ratio:.3g}x at the restart"

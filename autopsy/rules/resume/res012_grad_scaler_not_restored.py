@@ -12,7 +12,7 @@ from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 from autopsy.rules.resume._boundary import confidence, part_check, restored_note, resumes
 from autopsy.signals._common import finite_xy
-from autopsy.signals.resume import value_at
+from autopsy.signals.resume import sides, value_at
 
 #: Config keys that give the scaler's initial scale (``initial_scale_power``: 2**N).
 INIT_KEYS = ("init_loss_scale", "initial_loss_scale", "init_scale", "loss_scale_init")
@@ -71,8 +71,7 @@ def grad_scaler_not_restored(run: Run, ctx: RuleContext) -> Finding | None:
     """
     init, init_from = initial_scale(run)
     for b in resumes(run):
-        prev = run.series("loss_scale", segment=b.previous)
-        new = run.series("loss_scale", segment=b.segment)
+        prev, new = sides(run, b, "loss_scale")
         before = value_at(prev, b.resume_step)
         nx, ny = finite_xy(new)
         nx, ny = nx[nx >= b.resume_step], ny[nx >= b.resume_step]

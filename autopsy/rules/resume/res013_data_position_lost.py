@@ -12,7 +12,7 @@ from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 from autopsy.rules.resume._boundary import confidence, is_reset, part_check, restored_note
 from autopsy.signals._common import finite_xy
-from autopsy.signals.resume import Boundary, boundaries, pattern_repeat, value_at
+from autopsy.signals.resume import Boundary, boundaries, pattern_repeat, sides, value_at
 
 ADVICE_DATA = ("save the data position with every checkpoint (the sampler's epoch and the "
                "batches consumed, or a StatefulDataLoader state_dict; HF Trainer: keep "
@@ -70,8 +70,9 @@ def _signals(run: Run, ctx: RuleContext, b: Boundary) -> tuple[list[Evidence], f
     ev: list[Evidence] = []
     conf = 0.0
     if run.has("epoch"):
-        before = value_at(run.series("epoch", segment=b.previous), b.resume_step)
-        ex, ey = finite_xy(run.series("epoch", segment=b.segment))
+        prev_epoch, new_epoch = sides(run, b, "epoch")
+        before = value_at(prev_epoch, b.resume_step)
+        ex, ey = finite_xy(new_epoch)
         ey = ey[ex >= b.resume_step]
         if before is not None and ey.size:
             back = before[0] - float(ey[0])
@@ -82,9 +83,8 @@ def _signals(run: Run, ctx: RuleContext, b: Boundary) -> tuple[list[Evidence], f
                     tag="epoch", steps=(before[1], b.resume_step),
                     numbers={"epoch_before": before[0], "epoch_after": float(ey[0])}))
                 conf = 0.85
-    pr = pattern_repeat(run.series("loss", segment=b.previous),
-                        run.series("loss", segment=b.segment), b.previous_first,
-                        b.resume_step, points=int(ctx["pattern_points"]))
+    pr = pattern_repeat(*sides(run, b, "loss"), b.previous_first, b.resume_step,
+                        points=int(ctx["pattern_points"]))
     if pr is not None and pr.points >= int(ctx["min_pattern_points"]) \
             and pr.from_start >= float(ctx["min_correlation"]) \
             and (math.isnan(pr.same_step) or pr.same_step < pr.from_start - 0.3):
@@ -150,7 +150,7 @@ def data_position_lost(run: Run, ctx: RuleContext) -> Finding | None:
         the checkpoint's data_position component and its status, when audited.
     """
     for b in boundaries(run):
-        if is_reset(b):
+        if b.source is None and is_reset(b):
             if run.has("loss"):
                 return _reset(run, ctx, b)
             continue

@@ -42,6 +42,15 @@ def world_sizes(run: Run) -> dict[int, tuple[int, str]]:
     return out
 
 
+def _logged_by(run: Run, source: str | None) -> tuple[int, str] | None:
+    """The world size the config of one file (a launch's event file) says."""
+    for entry in run.config.all_entries():
+        size = _int(entry.value) if entry.key == "world_size" else None
+        if size is not None and entry.source == source:
+            return size, f"config world_size in {source}"
+    return None
+
+
 @rule(
     code="RES014",
     name="world-size-changed",
@@ -82,10 +91,12 @@ def world_size_changed(run: Run, ctx: RuleContext) -> Finding | None:
     for b in boundaries(run):
         ckpt = source_checkpoint(run, b)
         before = sizes.get(b.previous)
+        after = sizes.get(b.segment)
+        if b.source is not None:  # a relaunch inside one segment: its own event file
+            before, after = _logged_by(run, b.previous_source), _logged_by(run, b.source)
         if ckpt is not None and ckpt.world_size is not None:
             before = (ckpt.world_size, f"checkpoint step {ckpt.step} was saved by "
                       f"{ckpt.world_size} rank(s)")
-        after = sizes.get(b.segment)
         if before is None or after is None or before[0] == after[0]:
             continue
         evidence = [Evidence(f"before step {b.resume_step}: world size {before[0]} "

@@ -14,7 +14,7 @@ from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 from autopsy.rules.resume._audits import audits, check_findings, name
 from autopsy.rules.resume._boundary import resumes
-from autopsy.signals.resume import Boundary
+from autopsy.signals.resume import Boundary, new_side
 
 #: The audit checks that mean damaged files (as RES002 counts them).
 DAMAGE_CHECKS = frozenset({"CKPT007", "CKPT020", "CKPT021"})
@@ -29,12 +29,6 @@ class Newer:
     where: str
     torn: bool
     how: str
-
-
-def _segment_span(run: Run, segment: int) -> tuple[float, int]:
-    """First wall time (NaN if unknown) and last step of a segment."""
-    df = run.scalars[run.scalars["segment"] == segment]
-    return float(df["wall_time"].min()), int(df["step"].max())
 
 
 def _from_audits(run: Run, b: Boundary, src: int, new_last: int) -> list[Newer]:
@@ -111,7 +105,7 @@ def resumed_from_older_checkpoint(run: Run, ctx: RuleContext) -> Finding | None:
     """
     for b in resumes(run):
         src = b.resume_step - 1
-        resumed_at, new_last = _segment_span(run, b.segment)
+        resumed_at, new_last = new_side(run, b)
         newer = _from_audits(run, b, src, new_last) + _from_events(run, b, src, resumed_at)
         if not newer:
             continue
