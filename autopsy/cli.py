@@ -204,6 +204,23 @@ def ranks(paths: tuple[Path, ...], fmt: str | None, output: str | None, verbose:
     sys.exit(exitcodes.for_family(diagnosis.verdict.family.value))
 
 
+def _scan_progress() -> Callable[[int], None]:
+    """A progress line on stderr for ``--scan-values`` (a terminal only), at most 5 a second."""
+    import time
+
+    state = {"bytes": 0, "shown": 0.0}
+
+    def show(nbytes: int) -> None:
+        state["bytes"] += nbytes
+        now = time.monotonic()
+        if now - state["shown"] >= 0.2:
+            state["shown"] = now
+            click.echo(f"\rautopsy: scanning values: {state['bytes'] / 1e9:.2f} GB",
+                       nl=False, err=True)
+
+    return show
+
+
 CKPT_EPILOG = ("Exit codes: 0 the picked checkpoint is resumable (an exact resume is possible); "
                "1 it is not (the report says what a resume would lose); 2 usage error or "
                "nothing readable.")
@@ -249,7 +266,13 @@ def ckpt(path: Path, world_size: int | None, scan_values: bool, fmt: str | None,
     from autopsy.ckpt.audit import audit_path
 
     fmt = _format_from(fmt, output, ("text", "json"), "text")
-    report = audit_path(path, world_size=world_size, scan_values=scan_values)
+    progress = _scan_progress() if scan_values and sys.stderr.isatty() else None
+    try:
+        report = audit_path(path, world_size=world_size, scan_values=scan_values,
+                            progress=progress)
+    finally:
+        if progress is not None:
+            click.echo("\r\033[K", nl=False, err=True)
 
     def render(out: Any) -> None:
         if fmt == "json":

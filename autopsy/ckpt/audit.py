@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from autopsy.ckpt.checks import CHECKS, completeness, consistency, integrity
@@ -20,6 +21,9 @@ from autopsy.ckpt.layouts import CheckpointRef, Layout, find_checkpoints, pick_n
 from autopsy.ckpt.parts import Parts
 from autopsy.errors import NothingReadable, RunNotFound, UsageError
 from autopsy.model.finding import Evidence, Family, Finding, Severity
+
+#: Called with the byte count of each tensor scanned (``--scan-values``).
+Progress = Callable[[int], None]
 
 
 def _gather(ref: CheckpointRef) -> Parts:
@@ -58,8 +62,8 @@ def audit_one(ref: CheckpointRef, *, world_size: int | None = None,
     return _audit(ref, world_size, scan_values)[0]
 
 
-def _audit(ref: CheckpointRef, world_size: int | None,
-           scan_values: bool) -> tuple[CheckpointAudit, bool]:
+def _audit(ref: CheckpointRef, world_size: int | None, scan_values: bool,
+           progress: Progress | None = None) -> tuple[CheckpointAudit, bool]:
     """The audit, and whether any of its files could be read at all."""
     parts = _gather(ref)
     gs = parts.global_steps[0][1] if parts.global_steps else ref.step
@@ -70,7 +74,7 @@ def _audit(ref: CheckpointRef, world_size: int | None,
     if scan_values:
         from autopsy.ckpt.checks import values
 
-        values.check(judge)
+        values.check(judge, progress)
     problems = [f"{f.rel}: {f.error}" for f in parts.all_files() if f.error]
     problems += [f"{f.rel}: {p}" for f in parts.all_files() for p in f.problems]
     problems += [what for _, _, what in parts.missing_files]
@@ -82,11 +86,11 @@ def _audit(ref: CheckpointRef, world_size: int | None,
     return audit, not files or any(f.readable for f in files)
 
 
-def _guarded(ref: CheckpointRef, world_size: int | None,
-             scan_values: bool) -> tuple[CheckpointAudit, bool]:
+def _guarded(ref: CheckpointRef, world_size: int | None, scan_values: bool,
+             progress: Progress | None = None) -> tuple[CheckpointAudit, bool]:
     """:func:`_audit`, with an unexpected failure turned into a not-resumable result."""
     try:
-        return _audit(ref, world_size, scan_values)
+        return _audit(ref, world_size, scan_values, progress)
     except Exception as exc:  # a bug on odd input must degrade the report, never crash it
         what = f"the audit of {ref.path.name} failed: {type(exc).__name__}: {exc}"
         finding = Finding(
@@ -104,7 +108,8 @@ def _guarded(ref: CheckpointRef, world_size: int | None,
 
 
 def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
-               scan_values: bool = False, stop_at_resumable: bool = False) -> AuditReport:
+               scan_values: bool = False, stop_at_resumable: bool = False,
+               progress: Progress | None = None) -> AuditReport:
     """Audit a checkpoint file, a checkpoint folder, or every checkpoint under a run dir.
 
     The verdict (``report.resumable``) is about the checkpoint a resume would pick:
@@ -113,6 +118,7 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
     ``stop_at_resumable`` audits from the picked one back to the newest resumable one
     and no further (``report.checkpoints`` then holds only those): what ``load_run``
     uses, so that a run dir with many large checkpoints stays cheap to load.
+    ``progress`` is called with the byte count of each tensor ``scan_values`` has read.
 
     Raises:
         RunNotFound: ``path`` does not exist.
@@ -135,7 +141,7 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
     order = [picked_ref, *(r for r in reversed(refs) if r is not picked_ref)]
     results: dict[Path, tuple[CheckpointAudit, bool]] = {}
     for ref in order:
-        results[ref.path] = _guarded(ref, world_size, scan_values)
+        results[ref.path] = _guarded(ref, world_size, scan_values, progress)
         if stop_at_resumable and results[ref.path][0].resumable:
             break
     audits = {path: audit for path, (audit, _) in results.items()}

@@ -7,6 +7,7 @@ when asked, so the plain audit never loads numpy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from autopsy.ckpt.checks.judge import Judge
@@ -25,8 +26,11 @@ _WHY = {
 }
 
 
-def check(judge: Judge) -> dict[str, int]:
-    """Scan weights and optimizer moments; return counts (tensors, checked, bad)."""
+def check(judge: Judge, progress: Callable[[int], None] | None = None) -> dict[str, int]:
+    """Scan weights and optimizer moments; return counts (tensors, checked, bad).
+
+    ``progress`` is called with each tensor's byte count once it is scanned.
+    """
     from autopsy.formats.valuescan import scan_values
 
     parts = judge.parts
@@ -44,8 +48,11 @@ def check(judge: Judge) -> dict[str, int]:
         tensors = [(k, v) for k, v in tensors if getattr(v, "data_offset", None) is not None
                    or getattr(v, "nbytes", 0)]
         bad: list[tuple[str, ValueStats]] = []
+        sizes = {k: int(getattr(v, "nbytes", 0) or 0) for k, v in tensors}
         for key, stats in scan_values(tensors):
             counts["tensors"] += 1
+            if progress is not None:
+                progress(sizes.get(key, 0))
             if not stats.checked:
                 continue
             counts["checked"] += 1
