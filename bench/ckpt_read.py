@@ -384,15 +384,15 @@ def main() -> None:
         *(f"| {name} | {r:.2f} |" for name, r in strategies["rates"].items()),
         "",
         "- `scan_values` maps each file read-only and looks at a tensor in windows of "
-        "`chunk_bytes` (at most 16 MiB), tallied by up to 4 threads (the CPUs it may use; "
+        "`chunk_bytes` (at most 8 MiB), tallied by up to 4 threads (the CPUs it may use; "
         "numpy drops the GIL in reductions, so page faults and reductions overlap), each "
         "window's pages dropped after use with `madvise(MADV_DONTNEED)`: no copy and "
         "bounded RSS (4 MiB windows pay more calls). In each 4 MiB block two read-only "
         "reductions (max of the unsigned and of the signed integer view) tell both "
         "\"any non-finite?\" and the largest finite magnitude; only blocks holding a "
-        "non-finite value take an exact pass. 64 MiB windows gave the same speed at "
-        "+50 MiB RSS; `readinto` a buffer pays a copy. The strategy table is one "
-        "single-threaded run each, noisy on a shared machine.",
+        "non-finite value take an exact pass. Larger windows gave no more speed for "
+        "more RSS (16 MiB x 4 threads: 103 MiB); `readinto` a buffer pays a copy. The "
+        "strategy table is one single-threaded run each, noisy on a shared machine.",
         f"- Machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end "
         f"(other jobs share it), {platform.machine()}, {platform.system()} "
         f"{platform.release()}, Python {platform.python_version()}; {_versions()}.",

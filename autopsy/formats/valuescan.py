@@ -1,7 +1,7 @@
 """Count NaN / +Inf / -Inf in tensors by streaming their bytes from the file, numpy only.
 
 Each file is memory-mapped read-only; a tensor is looked at window by window
-(``chunk_bytes``, at most 16 MiB), windows tallied by a few threads, each
+(``chunk_bytes``, at most 8 MiB), windows tallied by a few threads, each
 window's pages dropped from the process after use (``madvise(MADV_DONTNEED)``),
 so memory stays bounded without copying the bytes.
 Files that cannot be mapped are read into one reusable buffer instead. (A file
@@ -166,7 +166,7 @@ class _Tally:
 #: Values per reduction block inside a window (cache-sized).
 _BLOCK_BYTES = 4 << 20
 #: Largest mapped window: larger ones cost peak RSS and gain no speed (bench/ckpt_read.py).
-MAX_WINDOW = 16 << 20
+MAX_WINDOW = 8 << 20
 
 
 class _Open:
