@@ -296,3 +296,21 @@ def test_stop_at_resumable_reads_back_only_to_a_good_one(hf_run: builders.Built,
     report = audit_path(built.run_dir, stop_at_resumable=True)
     assert [Path(a.path).name for a in report.checkpoints] == names[-2:]
     assert Path(report.newest_resumable.path).name == names[-2]
+
+
+def test_saved_lr_against_the_configured_hf_schedule(hf_run: builders.Built,
+                                                     tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    first = hf_run.run_dir / hf_run.detail["checkpoints"][0]
+    audit = audit_path(first).picked
+    assert any("matches training_args.bin's schedule" in e
+               for e in audit.component("scheduler").evidence)
+    built = _copy(hf_run, tmp_path)
+    folder = built.run_dir / hf_run.detail["checkpoints"][0]
+    args = torch.load(folder / "training_args.bin", weights_only=False)  # the Trainer's own
+    args.warmup_steps = 3
+    torch.save(args, folder / "training_args.bin")
+    audit = audit_path(folder).picked
+    assert _status(audit)["scheduler"] == "inconsistent"
+    finding = next(f for f in audit.findings if f.code == "CKPT013")
+    assert "training_args.bin's schedule" in finding.message and "warmup 3" in finding.message

@@ -203,6 +203,8 @@ def _lr(judge: Judge, scheduler: dict[str, Any], optimizer: dict[str, Any]) -> N
             if bv is not None and iv is not None and not _close(bv, iv):
                 problems.append(f"param group {i}: the scheduler's base LR is {bv:.6g}, the "
                                 f"optimizer's initial_lr {iv:.6g}")
+    if not problems:
+        problems += _configured_lr(judge, scheduler, groups)
     if problems:
         judge.mark(Part.SCHEDULER, Status.INCONSISTENT, problems[0])
         judge.fail("CKPT013", "; ".join(problems[:3]),
@@ -253,3 +255,31 @@ def _shapes(judge: Judge, optimizer: dict[str, Any] | None) -> None:
                          for k, s in unmatched[:8]],
                advice=["the optimizer state belongs to another model (or another sharding): "
                        "resume from a checkpoint whose weights and optimizer were saved together"])
+
+
+def _configured_lr(judge: Judge, scheduler: dict[str, Any], groups: list[dict[str, Any]]
+                   ) -> list[str]:
+    """HF Trainer: the LR the configured schedule gives at ``last_epoch`` vs the saved ones."""
+    parts = judge.parts
+    if parts.layout is not Layout.HF_TRAINER:
+        return []
+    args = parts.slot(Part.TRAINING_ARGS).value
+    state = parts.slot(Part.TRAINER_STATE).value
+    last = int_value(scheduler.get("last_epoch"))
+    if not isinstance(args, dict) or not isinstance(state, dict) or last is None:
+        return []
+    from autopsy.ckpt.checks.schedule import expected_lr
+
+    found = expected_lr(args, state, last)
+    if found is None or not groups:
+        return []
+    lr, how = found
+    saved = scalar_value(groups[0].get("lr"))
+    initial = scalar_value(groups[0].get("initial_lr"))
+    if saved is None or (initial is not None and not _close(initial, float(args["learning_rate"]))):
+        return []  # param groups with their own base LR: not the plain configured schedule
+    if _close(lr, saved) or abs(lr - saved) <= 1e-12:
+        judge.note(Part.SCHEDULER, f"the LR matches training_args.bin's schedule ({how})")
+        return []
+    return [f"training_args.bin's schedule gives LR {lr:.6g} at step {last} ({how}); the "
+            f"optimizer's param group 0 has {saved:.6g}"]
