@@ -73,7 +73,8 @@ CHECKS: dict[str, CheckDoc] = {c.code: c for c in (
              "The scheduler's LR disagrees with the optimizer's param_group lr",
              "The scheduler's last LR (_last_lr) and the optimizer's param_groups[i]['lr'] "
              "differ, or they count a different number of param groups: the two states were "
-             "not saved together."),
+             "not saved together. For the HF Trainer, also the LR the schedule configured in "
+             "training_args.bin gives at the scheduler's step."),
     CheckDoc("CKPT014", "optimizer-shape-mismatch", "optimizer_model_mismatch",
              "The optimizer moments do not match the model's parameter shapes",
              "The exp_avg tensors' shapes (count and numel) do not match the weights': the "
