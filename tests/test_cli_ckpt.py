@@ -128,3 +128,9 @@ def test_ckpt_imports_neither_pandas_nor_torch() -> None:
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "HEAVY []" in proc.stderr
+
+
+def test_one_file_of_a_checkpoint_folder_audits_the_folder() -> None:
+    code, out, _ = _run(str(_need(GOOD) / "checkpoint-8" / "optimizer.pt"))
+    assert code == 0 and out.startswith("RESUMABLE: ")
+    assert "optimizer.pt is one file of the checkpoint checkpoint-8" in out

@@ -17,7 +17,13 @@ from autopsy.ckpt.checks import CHECKS, completeness, consistency, integrity
 from autopsy.ckpt.checks.judge import Judge
 from autopsy.ckpt.components import AuditReport, CheckpointAudit, Component, Part, Status
 from autopsy.ckpt.files import FileReader
-from autopsy.ckpt.layouts import CheckpointRef, Layout, find_checkpoints, pick_newest
+from autopsy.ckpt.layouts import (
+    CheckpointRef,
+    Layout,
+    find_checkpoints,
+    part_of_folder,
+    pick_newest,
+)
 from autopsy.ckpt.parts import Parts
 from autopsy.errors import NothingReadable, RunNotFound, UsageError
 from autopsy.model.finding import Evidence, Family, Finding, Severity
@@ -132,6 +138,12 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
         raise RunNotFound(f"no such file or directory: {root}")
     if not (root.is_dir() or root.is_file()):
         raise RunNotFound(f"not a file or directory: {root}")
+    notes: list[str] = []
+    folder = part_of_folder(root)
+    if folder is not None:
+        notes.append(f"{root.name} is one file of the checkpoint {folder.name}: the whole "
+                     "folder was audited")
+        root = folder
     refs = find_checkpoints(root)
     if not refs:
         raise NothingReadable(f"no checkpoint found in {root} (looked for checkpoint-N/, "
@@ -159,8 +171,8 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
         picked = dataclasses.replace(picked, findings=findings)
         ordered = [picked if a.path == picked.path else a for a in ordered]
     return AuditReport(path=str(root), checkpoints=tuple(ordered), picked=picked,
-                       newest_resumable=newest_ok, world_size=world_size,
-                       scanned_values=scan_values)
+                       newest_resumable=newest_ok, problems=tuple(notes),
+                       world_size=world_size, scanned_values=scan_values)
 
 
 def _name(audit: CheckpointAudit, root: Path) -> str:

@@ -253,3 +253,19 @@ def pick_newest(refs: list[CheckpointRef], root: Path) -> CheckpointRef:
             if ref.path.name == tag and ref.path.parent == root:
                 return ref
     return max(refs, key=lambda r: r.order)
+
+
+def part_of_folder(path: Path) -> Path | None:
+    """The checkpoint folder ``path`` is one component file of (``checkpoint-8/optimizer.pt``,
+    an accelerate ``random_states_0.pkl``...), or None for a standalone file."""
+    if not path.is_file():
+        return None
+    name = path.name
+    known = name in HF_MARKERS or name in ACCEL_MARKERS or name in WEIGHT_NAMES \
+        or bool(_RNG_FILE.match(name)) or name.endswith(("model_states.pt", "optim_states.pt"))
+    if not known:
+        return None
+    layout = detect_dir(path.parent)
+    if layout in (Layout.HF_TRAINER, Layout.ACCELERATE, Layout.DEEPSPEED):
+        return path.parent
+    return None

@@ -68,6 +68,8 @@ def render_ckpt(report: AuditReport, out: IO[str], *, verbose: bool = False) -> 
                   "picks)\n")
     if report.world_size is not None:
         out.write(f"  checked against --world-size {report.world_size}\n")
+    for note in report.problems:
+        out.write(f"  note: {note}\n")
     out.write("\n")
     width = max(len(c.name) for c in picked.components) + 2
     out.write(f"  {'component':<{width}}{'status':<14}files\n")
@@ -80,7 +82,7 @@ def render_ckpt(report: AuditReport, out: IO[str], *, verbose: bool = False) -> 
         for line in lines:
             out.write(f"  {'':<{width}}  {line}\n")
         if c.effect:
-            out.write(f"  {'':<{width}}  without it: {c.effect}\n")
+            out.write(f"  {'':<{width}}  effect: {c.effect}\n")
     shown = [f for f in picked.findings
              if verbose or f.severity in (Severity.ERROR, Severity.CRITICAL, Severity.WARNING)]
     if shown:
