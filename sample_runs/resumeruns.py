@@ -55,6 +55,8 @@ KINDS: dict[str, dict[str, Any]] = {
                   "crash_after": 45, "task": "classification"},
     "optimizer": {"steps": 100, "warmup": 10, "schedule": "constant", "lr": 3e-2, "batch": 128,
                   "crash_after": 65, "task": "regression"},
+    "data": {"steps": 120, "warmup": 10, "schedule": "cosine", "lr": 1e-2, "batch": 64,
+             "crash_after": 65, "task": "noisy_classification"},
 }
 
 
@@ -97,6 +99,9 @@ def _data(seed: int, task: str) -> tuple[Any, Any]:
         y = torch.tanh(x @ w / 4) + 0.05 * torch.randn(N_EXAMPLES, 1, generator=g)
     else:
         y = (x @ torch.randn(FEATURES, 4, generator=g)).argmax(1)
+    if task == "noisy_classification":  # a quarter of the labels are noise: hard examples,
+        noisy = torch.rand(N_EXAMPLES, generator=g) < 0.25  # so batches differ in difficulty
+        y = torch.where(noisy, torch.randint(0, 4, (N_EXAMPLES,), generator=g), y)
     return x, y
 
 
@@ -164,7 +169,9 @@ def launch(kind: str, output_dir: str, launch_no: int, seed: int) -> None:
         if launch_no == 0 and step == k["crash_after"] + 1:
             writer.close()
             raise RuntimeError(f"sample_runs: simulated crash (node lost) at step {step}")
-        idx, epoch = _batch(step, seed, k["batch"])
+        # kind "data": the resumed launch's data iterator starts its epoch over
+        data_step = step - start + 1 if kind == "data" else step
+        idx, epoch = _batch(data_step, seed, k["batch"])
         loss = loss_fn(model(x[idx]), y[idx])
         opt.zero_grad()
         loss.backward()
@@ -179,10 +186,10 @@ def launch(kind: str, output_dir: str, launch_no: int, seed: int) -> None:
               f"learning_rate={lr:.6g}", flush=True)
         if step % SAVE_STEPS == 0:
             state = {"model": model.state_dict(), "step": step}
-            if kind == "scheduler":
-                state["optimizer"] = opt.state_dict()  # the script forgot the scheduler
-            else:
-                state["scheduler"] = sched.state_dict()  # ... or the optimizer
+            if kind != "optimizer":
+                state["optimizer"] = opt.state_dict()
+            if kind != "scheduler":
+                state["scheduler"] = sched.state_dict()
             torch.save(state, run / f"ckpt_step_{step}.pt")
             print(f"step {step}: saved ckpt_step_{step}.pt", flush=True)
     writer.close()
@@ -233,7 +240,7 @@ def _segments(run_dir: Path) -> list[dict[str, list[tuple[int, float]]]]:
     return [series for _, series in sorted(out, key=lambda pair: pair[0])]
 
 
-def _two_launches(run_dir: Path, kind: str, restored: str) -> tuple[dict[str, Any], ...]:
+def _two_launches(run_dir: Path, kind: str, *restored: str) -> tuple[dict[str, Any], ...]:
     """Checks both runs share: a crash, a resume from the newest checkpoint, two segments."""
     import torch
 
@@ -251,7 +258,7 @@ def _two_launches(run_dir: Path, kind: str, restored: str) -> tuple[dict[str, An
     _require(sorted(second["loss"]) == list(range(resume, k["steps"] + 1)), "launch 1 steps")
     _require(f"resumed from ckpt_step_{resumed_from}.pt" in log, "launch 1 did not resume")
     state = torch.load(run_dir / f"ckpt_step_{resumed_from}.pt", weights_only=True)
-    _require(sorted(state) == sorted(["model", "step", restored]), f"keys {sorted(state)}")
+    _require(sorted(state) == sorted(["model", "step", *restored]), f"keys {sorted(state)}")
     checkpoints = sorted(int(p.stem.rsplit("_", 1)[1]) for p in run_dir.glob("ckpt_step_*.pt"))
     return first, second, {"resume_step": resume, "resumed_from_checkpoint": resumed_from,
                            "crash_after_step": k["crash_after"], "steps": k["steps"],
@@ -320,6 +327,38 @@ def _check_optimizer(run_dir: Path, p: Any) -> dict[str, Any]:
     )
 
 
+def _wiggle(values: list[float], half: int = 3) -> list[float]:
+    """Each value minus the median of its centred window: the per-batch part of the loss."""
+    return [v - statistics.median(values[max(0, i - half):i + half + 1])
+            for i, v in enumerate(values)]
+
+
+def _check_data(run_dir: Path, p: Any) -> dict[str, Any]:
+    """The resumed launch's epoch starts over and its per-step losses repeat launch 0's."""
+    del p
+    first, second, facts = _two_launches(run_dir, "data", "optimizer", "scheduler")
+    resume, n = facts["resume_step"], 40
+    before, after = first["epoch"][resume], second["epoch"][resume]
+    _require(after < before - 0.25, f"epoch {before} -> {after}: the position was kept")
+    again = _wiggle([second["loss"][resume + i] for i in range(n)])
+    seen = _wiggle([first["loss"][1 + i] for i in range(n)])
+    corr = statistics.correlation(again, seen)
+    _require(corr > 0.5, f"the losses do not repeat launch 0's from its start: {corr:.3f}")
+    for step in range(resume, facts["crash_after_step"] + 1):
+        _require(math.isclose(first["learning_rate"][step], second["learning_rate"][step],
+                              rel_tol=1e-6), f"LR differs at step {step}")
+    return _label(
+        "sampler_not_restored", resume, facts,
+        epoch_before=round(before, 6), epoch_after=round(after, 6),
+        loss_pattern_correlation=round(corr, 4), loss_pattern_points=n,
+        note=f"launch 1 restored the model, the optimizer, the scheduler and the step from "
+        f"ckpt_step_{facts['resumed_from_checkpoint']}.pt but started its data iterator at the "
+        f"beginning of the epoch: from step {resume} it sees launch 0's batches 1, 2, ... "
+        f"again (epoch {before:.3g} -> {after:.3g}; the per-step loss wiggles correlate "
+        f"{corr:.2f} with launch 0's from its start)",
+    )
+
+
 @dataclass(frozen=True)
 class Spec:
     """A resume run for make.py's registry."""
@@ -359,6 +398,18 @@ SPECS: tuple[Spec, ...] = (
         conclusion=lambda lb: (f"resume / missing_optimizer_state at step "
                                f"{lb['first_bad_step']}: loss {lb['loss_jump_ratio']}x the first "
                                f"launch's at step {lb['loss_jump_step']}, then decays"),
+    ),
+    Spec(
+        name="resume_data_position_lost",
+        situation="a resume whose data iterator starts the epoch over: the same batches again",
+        how=_BASE.format(crash=KINDS["data"]["crash_after"])
+        + "the checkpoint holds model, optimizer, scheduler and step, no data position; the "
+        "resumed launch's batches start at the epoch's first; 25% noisy labels (batches differ "
+        "in difficulty), warm-up 10, cosine, lr 1e-2, 120 steps",
+        train=_train("data"), check=_check_data,
+        conclusion=lambda lb: (f"resume / sampler_not_restored at step {lb['first_bad_step']}: "
+                               f"epoch {lb['epoch_before']} → {lb['epoch_after']}, the loss "
+                               f"pattern repeats (correlation {lb['loss_pattern_correlation']})"),
     ),
 )
 

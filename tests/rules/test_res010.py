@@ -86,3 +86,8 @@ def test_fires_on_a_relaunch_that_went_on_in_a_new_event_file(tmp_path: Path) ->
     assert len(run.segments()) == 1  # the steps never went back
     f = finding(run, "RES010")
     assert f is not None and f.step == 51 and "warm-up started again" in f.message
+
+
+def test_near_miss_passes_on_the_other_real_resumes() -> None:
+    for name in ("resume_optimizer_lost", "resume_data_position_lost"):
+        assert finding(autopsy.load_run(SAMPLE_RUNS / name), "RES010") is None, name

@@ -73,3 +73,8 @@ def test_near_miss_passes_on_a_jump_that_stays() -> None:
 
 def test_near_miss_passes_on_the_real_healthy_resume() -> None:
     assert finding(autopsy.load_run(SAMPLE_RUNS / "resumed_after_stop"), "RES011") is None
+
+
+def test_near_miss_passes_on_the_other_real_resumes() -> None:
+    for name in ("resume_scheduler_not_restored", "resume_data_position_lost"):
+        assert finding(autopsy.load_run(SAMPLE_RUNS / name), "RES011") is None, name

@@ -65,9 +65,11 @@ def _reset(run: Run, ctx: RuleContext, b: Boundary) -> Finding | None:
     )
 
 
-def _signals(run: Run, ctx: RuleContext, b: Boundary) -> tuple[list[Evidence], float]:
-    """The epoch gone back, and the loss pattern repeating: evidence and confidence."""
+def _signals(run: Run, ctx: RuleContext, b: Boundary
+             ) -> tuple[list[Evidence], list[str], float]:
+    """The epoch gone back, and the loss pattern repeating: evidence, phrases, confidence."""
     ev: list[Evidence] = []
+    said: list[str] = []
     conf = 0.0
     if run.has("epoch"):
         prev_epoch, new_epoch = sides(run, b, "epoch")
@@ -82,6 +84,7 @@ def _signals(run: Run, ctx: RuleContext, b: Boundary) -> tuple[list[Evidence], f
                     f"{float(ey[0]):.4g} after it: the epoch position was lost",
                     tag="epoch", steps=(before[1], b.resume_step),
                     numbers={"epoch_before": before[0], "epoch_after": float(ey[0])}))
+                said.append(f"the epoch went back from {before[0]:.4g} to {float(ey[0]):.4g}")
                 conf = 0.85
     pr = pattern_repeat(*sides(run, b, "loss"), b.previous_first, b.resume_step,
                         points=int(ctx["pattern_points"]))
@@ -97,8 +100,11 @@ def _signals(run: Run, ctx: RuleContext, b: Boundary) -> tuple[list[Evidence], f
             numbers={"correlation_from_start": pr.from_start, "points": pr.points,
                      "correlation_same_step": None if math.isnan(pr.same_step)
                      else pr.same_step}))
+        said.append(f"the loss pattern repeats the previous launch's from step "
+                    f"{b.previous_first} (correlation {pr.from_start:.2f}): the same batches "
+                    "again")
         conf = max(conf, 0.7) + (0.05 if conf else 0.0)
-    return ev, conf
+    return ev, said, conf
 
 
 @rule(
@@ -154,17 +160,15 @@ def data_position_lost(run: Run, ctx: RuleContext) -> Finding | None:
             if run.has("loss"):
                 return _reset(run, ctx, b)
             continue
-        ev, conf = _signals(run, ctx, b)
+        ev, said, conf = _signals(run, ctx, b)
         if not ev:
             continue
         check = part_check(run, b, "data_position")
         if check is not None:
             ev.append(check.evidence)
-        what = " and ".join(e.summary.split(": ", 1)[-1] if e.tag == "epoch"
-                            else "the same batches again" for e in ev if e.tag)
         return ctx.finding(
             message=f"the run resumed at step {b.resume_step} but the data position was not "
-                    f"restored: {what}" + restored_note(check, "data position"),
+                    f"restored: {' and '.join(said)}" + restored_note(check, "data position"),
             severity=Severity.ERROR, confidence=confidence(conf, check),
             cause="sampler_not_restored", step=b.resume_step, evidence=ev,
             advice=[ADVICE_DATA],
