@@ -228,9 +228,17 @@ def find_checkpoints(root: Path) -> list[CheckpointRef]:
                     stack.append((child, depth + 1))
             elif not has_sub_ckpt:
                 kind = detect_file(child) if _is_ckpt_file_name(name) else None
+                if kind in (Layout.TORCH, Layout.LIGHTNING) and not _looks_pickled(child):
+                    kind = None  # a data file named .bin (nanoGPT's train.bin), not a save
                 if kind is not None:
                     found.append(_ref(child, kind))
     return sorted(found, key=lambda r: r.order)
+
+
+def _looks_pickled(path: Path) -> bool:
+    """A torch zip, or a pickle of protocol 2 or later (legacy torch files included)."""
+    head = _head(path, 4)
+    return head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"
 
 
 _SHARD = re.compile(r"-\d{5}-of-\d{5}\.")

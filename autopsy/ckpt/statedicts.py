@@ -21,8 +21,8 @@ SCHEDULER_KEYS = ("lr_scheduler", "scheduler", "scheduler_state_dict", "lr_sched
                   "lr_schedulers", "schedulers", "sched")
 SCALER_KEYS = ("scaler", "grad_scaler", "scaler_state_dict", "amp", "native_amp_scaling_state",
                "MixedPrecision", "loss_scaler")
-STEP_KEYS = ("global_step", "step", "iteration", "iter", "global_steps", "num_updates",
-             "total_steps", "steps")
+STEP_KEYS = ("global_step", "step", "iteration", "iter", "iter_num", "global_steps",
+             "num_updates", "total_steps", "steps", "optimizer_step", "train_step")
 EPOCH_KEYS = ("epoch", "epochs", "cur_epoch", "current_epoch")
 ARGS_KEYS = ("args", "config", "hparams", "hyper_parameters", "cfg", "training_args")
 DATA_KEYS = ("sampler", "dataloader", "data_loader", "train_dataloader", "train_loader",

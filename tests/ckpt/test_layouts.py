@@ -86,3 +86,15 @@ def test_a_dir_without_checkpoints_finds_none(tmp_path: Path) -> None:
     (tmp_path / "train.log").write_text("step 1 loss 2.0\n")
     (tmp_path / "notes.txt").write_text("hello")
     assert find_checkpoints(tmp_path) == []
+
+
+def test_data_files_named_bin_are_not_checkpoints(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.bin").write_bytes(bytes(range(200)) * 10)  # nanoGPT tokens
+    torch.save({"model": {"w": torch.zeros(2)}, "optimizer": None, "iter_num": 250},
+               tmp_path / "ckpt.pt")
+    refs = find_checkpoints(tmp_path)
+    assert [r.path.name for r in refs] == ["ckpt.pt"]
+    audit = audit_path(tmp_path).picked
+    assert audit.step == 250  # nanoGPT's iter_num
