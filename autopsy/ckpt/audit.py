@@ -84,6 +84,9 @@ def _audit(ref: CheckpointRef, world_size: int | None, scan_values: bool,
     problems = [f"{f.rel}: {f.error}" for f in parts.all_files() if f.error]
     problems += [f"{f.rel}: {p}" for f in parts.all_files() for p in f.problems]
     problems += [what for _, _, what in parts.missing_files]
+    if gs is None and judge.optimizer_step is not None:
+        gs = judge.optimizer_step  # no counter saved: the optimizer's own count of updates
+        judge.findings = [dataclasses.replace(f, step=gs) for f in judge.findings]
     audit = CheckpointAudit(path=str(ref.path), layout=parts.layout.value, step=gs,
                             components=judge.components(), findings=tuple(judge.findings),
                             problems=tuple(problems), world_size=saved_world,

@@ -88,7 +88,8 @@ class CheckpointAudit:
     Attributes:
         path: the checkpoint (folder or file) as given or found.
         layout: the layout detected (:class:`autopsy.ckpt.layouts.Layout` value).
-        step: the global step it was saved at (trainer state, folder name...), if known.
+        step: the global step it was saved at (trainer state, a step key, the folder name,
+            else the optimizer's own step count), if known.
         components: one per :class:`Part`, in report order.
         findings: the checks that failed, as findings (family ``resume``).
         problems: files that could not be read fully, one line each.

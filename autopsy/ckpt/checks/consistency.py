@@ -133,6 +133,7 @@ def _optimizer(judge: Judge, optimizer: dict[str, Any], gs: int | None,
     if not steps:
         return None
     opt_step = max(steps)
+    judge.optimizer_step = opt_step
     judge.note(Part.OPTIMIZER, f"Adam step count {opt_step}"
                + (f" (other values: {sorted(steps)[:-1]})" if len(steps) > 1 else ""))
     if gs is not None and not _accepts(opt_step, gs, parts.grad_accum, parts.fp16):

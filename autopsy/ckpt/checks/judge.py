@@ -30,6 +30,8 @@ class Judge:
         self.status: dict[Part, Status] = {}
         self.evidence: dict[Part, list[str]] = {}
         self.findings: list[Finding] = []
+        #: Adam's step count, when the optimizer holds one (the step of last resort).
+        self.optimizer_step: int | None = None
 
     def mark(self, part: Part, status: Status, evidence: str | None = None) -> None:
         """Set ``part``'s status (the worst wins) and add an evidence line."""
