@@ -165,7 +165,7 @@ def _salvage(fh: IO[bytes], file_size: int, expected_sizes: Mapping[str, int]) -
         flags, method, csize, usize = fields[2], fields[3], fields[7], fields[8]
         usize, csize = _zip64_sizes(extra, usize, csize)
         start = pos + _LOCAL.size + fields[9] + fields[10]
-        descriptor = 0
+        descriptor: int | None = 0
         if flags & 0x08:
             known = expected_sizes.get(name)
             if known is not None and method == 0:
@@ -181,15 +181,18 @@ def _salvage(fh: IO[bytes], file_size: int, expected_sizes: Mapping[str, int]) -
                     break
                 csize, descriptor = found
                 usize = csize if method == 0 else usize
+        if descriptor == -1 and start + csize <= file_size:
+            descriptor = _descriptor_length(fh, start + csize)
+            if descriptor is None:  # the declared size is wrong: find the real end
+                found = _find_descriptor(fh, start, file_size)
+                if found is not None:
+                    csize, descriptor = found
+                    usize = csize
         present = max(0, min(csize, file_size - start))
         index.members[name] = ZipMember(name, pos, start, usize, csize, method, present)
         end = start + csize
-        if end > file_size:
+        if end > file_size or descriptor is None or descriptor < 0:
             break
-        if descriptor == -1:
-            descriptor = _descriptor_length(fh, end)
-            if descriptor is None:
-                break
         pos = end + descriptor
     return index
 
