@@ -49,12 +49,15 @@ N_EXAMPLES = 8192
 LAUNCH_TIMEOUT = 120  # seconds
 
 SAVE_STEPS = 20
+INIT_SCALE = 2.0**24  # the initial loss scale (DeepSpeed-style high start; GradScaler: 2**16)
 #: per kind: (steps, warm-up, schedule, peak lr, batch, crash after, task)
 KINDS: dict[str, dict[str, Any]] = {
     "scheduler": {"steps": 80, "warmup": 10, "schedule": "cosine", "lr": 1e-2, "batch": 64,
                   "crash_after": 45, "task": "classification"},
     "optimizer": {"steps": 100, "warmup": 10, "schedule": "constant", "lr": 3e-2, "batch": 128,
                   "crash_after": 65, "task": "regression"},
+    "scaler": {"steps": 100, "warmup": 10, "schedule": "constant", "lr": 3e-3, "batch": 128,
+               "crash_after": 65, "task": "regression"},
     "data": {"steps": 120, "warmup": 10, "schedule": "cosine", "lr": 1e-2, "batch": 64,
              "crash_after": 65, "task": "noisy_classification"},
 }
@@ -154,15 +157,21 @@ def launch(kind: str, output_dir: str, launch_no: int, seed: int) -> None:
               f"{sorted(key for key in state if key != 'step')}", flush=True)
     loss_fn = (torch.nn.functional.mse_loss if k["task"] == "regression"
                else torch.nn.functional.cross_entropy)
+    # kind "scaler": fp16 autocast with a GradScaler that the checkpoint does not keep
+    scaler = (torch.amp.GradScaler("cpu", init_scale=INIT_SCALE, growth_interval=2000)
+              if kind == "scaler" else None)
+    skipped = 0
     writer = SummaryWriter(log_dir=f"{output_dir}/{TB_SUBDIR}")
     config = {
         "framework": "plain_pytorch", "optim": "adamw", "learning_rate": peak,
         "lr_scheduler_type": schedule, "warmup_steps": warmup, "max_grad_norm": 1.0,
         "weight_decay": 0.0, "per_device_train_batch_size": k["batch"],
         "gradient_accumulation_steps": 1, "world_size": 1, "max_steps": steps,
-        "logging_steps": 1, "save_steps": SAVE_STEPS, "fp16": False, "bf16": False,
-        "seed": seed,
+        "logging_steps": 1, "save_steps": SAVE_STEPS, "fp16": scaler is not None,
+        "bf16": False, "seed": seed,
     }
+    if scaler is not None:
+        config.update(init_loss_scale=INIT_SCALE, loss_scale_growth_interval=2000)
     writer.add_text("args", json.dumps(config, indent=2, sort_keys=True))
     print(f"config: {json.dumps(config, sort_keys=True)}", flush=True)
     for step in range(start, steps + 1):
@@ -172,15 +181,32 @@ def launch(kind: str, output_dir: str, launch_no: int, seed: int) -> None:
         # kind "data": the resumed launch's data iterator starts its epoch over
         data_step = step - start + 1 if kind == "data" else step
         idx, epoch = _batch(data_step, seed, k["batch"])
-        loss = loss_fn(model(x[idx]), y[idx])
-        opt.zero_grad()
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         lr = opt.param_groups[0]["lr"]
-        opt.step()
+        opt.zero_grad()
+        logged: dict[str, float] = {}
+        if scaler is None:
+            loss = loss_fn(model(x[idx]), y[idx])
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+        else:
+            with torch.autocast("cpu", dtype=torch.float16):
+                pred = model(x[idx])
+            loss = loss_fn(pred.float(), y[idx])
+            scale = scaler.get_scale()
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            if scaler.get_scale() < scale:
+                skipped += 1
+                print(f"step {step}: gradient overflow, skipping the optimizer step; loss "
+                      f"scale {scale:g} -> {scaler.get_scale():g}", flush=True)
+            logged = {"loss_scale": scale, "skipped_steps": skipped}
         sched.step()
         for tag, value in (("loss", loss.item()), ("grad_norm", grad_norm.item()),
-                           ("learning_rate", lr), ("epoch", epoch)):
+                           ("learning_rate", lr), ("epoch", epoch), *logged.items()):
             writer.add_scalar(f"train/{tag}", value, step)
         print(f"step {step}: loss={loss.item():.6g} grad_norm={grad_norm.item():.6g} "
               f"learning_rate={lr:.6g}", flush=True)
@@ -327,6 +353,36 @@ def _check_optimizer(run_dir: Path, p: Any) -> dict[str, Any]:
     )
 
 
+def _drops(scale: dict[int, float], steps: range) -> list[int]:
+    """Steps after which the loss scale went down (an overflow: the step was skipped)."""
+    return [s for s in steps if s + 1 in scale and scale[s + 1] < scale[s]]
+
+
+def _check_scaler(run_dir: Path, p: Any) -> dict[str, Any]:
+    """The loss scale restarts at its initial value after the resume, and overflows again."""
+    del p
+    first, second, facts = _two_launches(run_dir, "scaler", "optimizer", "scheduler")
+    resume, last = facts["resume_step"], facts["steps"]
+    before, after = first["loss_scale"][resume], second["loss_scale"][resume]
+    _require(before < INIT_SCALE / 2, f"launch 0 never settled below its start: {before:g}")
+    _require(after == INIT_SCALE, f"launch 1 started at {after:g}, not at {INIT_SCALE:g}")
+    early = _drops(first["loss_scale"], range(1, 20))
+    again = _drops(second["loss_scale"], range(resume, last))
+    _require(bool(early) and bool(again), f"no overflow skips: {early} / {again}")
+    _require(not _drops(first["loss_scale"], range(20, facts["crash_after_step"])),
+             "launch 0 overflowed after its start")
+    return _label(
+        "grad_scaler_not_restored", resume, facts,
+        loss_scale_before=before, loss_scale_after=after, initial_loss_scale=INIT_SCALE,
+        skipped_steps_at_start=early, skipped_steps_after_resume=again,
+        note=f"fp16 autocast with a GradScaler(init_scale={INIT_SCALE:g}); launch 1 restored "
+        f"the model, the optimizer, the scheduler and the step from "
+        f"ckpt_step_{facts['resumed_from_checkpoint']}.pt (no scaler state): its scaler "
+        f"started at {after:g} where launch 0 had settled at {before:g}, and skipped "
+        f"{len(again)} optimizer steps again while it came down",
+    )
+
+
 def _wiggle(values: list[float], half: int = 3) -> list[float]:
     """Each value minus the median of its centred window: the per-batch part of the loss."""
     return [v - statistics.median(values[max(0, i - half):i + half + 1])
@@ -398,6 +454,20 @@ SPECS: tuple[Spec, ...] = (
         conclusion=lambda lb: (f"resume / missing_optimizer_state at step "
                                f"{lb['first_bad_step']}: loss {lb['loss_jump_ratio']}x the first "
                                f"launch's at step {lb['loss_jump_step']}, then decays"),
+    ),
+    Spec(
+        name="resume_grad_scaler_lost",
+        situation="a resume with a fresh fp16 GradScaler: the loss scale starts over and "
+        "overflows again",
+        how=_BASE.format(crash=KINDS["scaler"]["crash_after"])
+        + "fp16 autocast on CPU with a GradScaler(init_scale=2**24) that settles at 65536 "
+        "after its first overflows; the checkpoint holds model, optimizer, scheduler and "
+        "step, no scaler; regression, lr 3e-3, 100 steps",
+        train=_train("scaler"), check=_check_scaler,
+        conclusion=lambda lb: (f"resume / grad_scaler_not_restored at step "
+                               f"{lb['first_bad_step']}: loss scale {lb['loss_scale_before']:g} "
+                               f"before, {lb['loss_scale_after']:g} after the resume; "
+                               f"{len(lb['skipped_steps_after_resume'])} steps skipped again"),
     ),
     Spec(
         name="resume_data_position_lost",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from resume_runs import audit, finding, loss_curve, segmented_run
+from resume_runs import SAMPLE_RUNS, audit, finding, loss_curve, segmented_run
+
+import autopsy
+from autopsy.api import diagnose
 
 BEFORE, AFTER = range(1, 56), range(51, 121)
 
@@ -43,3 +46,11 @@ def test_near_miss_passes_when_the_scale_never_left_its_start() -> None:
         {"loss": loss_curve(AFTER), "loss_scale": {s: 65536.0 for s in AFTER}},
     ])
     assert finding(run, "RES012") is None
+
+
+def test_fires_on_the_real_sample_run() -> None:
+    run = autopsy.load_run(SAMPLE_RUNS / "resume_grad_scaler_lost")
+    v = diagnose(run).verdict
+    assert (v.code, v.cause, v.step) == ("RES012", "grad_scaler_not_restored", 61)
+    f = finding(run, "RES012")
+    assert f is not None and f.evidence[0].numbers["initial_scale"] == 2.0**24

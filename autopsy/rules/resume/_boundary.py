@@ -97,4 +97,6 @@ def confidence(base: float, check: PartCheck | None) -> float:
         return base
     if check.lacking:
         return min(1.0, base + 0.1)
-    return max(0.0, base - 0.1)
+    if check.present:
+        return max(0.0, base - 0.1)
+    return base  # not applicable: the audit cannot tell (a plain dict does not say fp16)

@@ -37,7 +37,7 @@ def initial_scale(run: Run) -> tuple[float, str]:
     family=Family.RESUME,
     causes=("grad_scaler_not_restored",),
     requires=("loss_scale",),
-    thresholds={"min_factor": 2.0, "confidence": 0.8},
+    thresholds={"min_factor": 2.0, "confidence": 0.8, "confidence_dropped": 0.95},
 )
 def grad_scaler_not_restored(run: Run, ctx: RuleContext) -> Finding | None:
     """After a resume the fp16 loss scale was back at its initial value.
@@ -66,8 +66,9 @@ def grad_scaler_not_restored(run: Run, ctx: RuleContext) -> Finding | None:
 
     Evidence shown:
         The resume step; the scale before the restart and after it; the number
-        of scale drops in the resumed launch's first steps; the checkpoint's
-        grad_scaler component and its status, when audited.
+        of scale drops in the resumed launch's first 20 points (with drops the
+        confidence is ``confidence_dropped``, else ``confidence``); the
+        checkpoint's grad_scaler component and its status, when audited.
     """
     init, init_from = initial_scale(run)
     for b in resumes(run):
@@ -98,7 +99,8 @@ def grad_scaler_not_restored(run: Run, ctx: RuleContext) -> Finding | None:
                     "over" + (f", and dropped {drops} time(s) again" if drops else "")
                     + restored_note(check, "grad scaler state"),
             severity=Severity.ERROR if drops else Severity.WARNING,
-            confidence=confidence(float(ctx["confidence"]), check),
+            confidence=confidence(float(ctx["confidence_dropped" if drops else "confidence"]),
+                                  check),
             cause="grad_scaler_not_restored",
             step=b.resume_step,
             evidence=evidence,
