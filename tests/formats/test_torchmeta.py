@@ -270,3 +270,29 @@ def test_import_pulls_in_neither_torch_numpy_nor_pandas() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float64])
+def test_module_state_dict_in_lower_precision(tmp_path: Path, dtype: Any) -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.LayerNorm(3)).to(dtype)
+    path = tmp_path / "model.bin"
+    torch.save(model.state_dict(), path)
+    meta = read_torch_meta(path)
+    assert check_against_torch(path, meta) == 4
+    assert {info.dtype for _k, info in meta.tensors} == {TORCH_DTYPES[dtype]}
+
+
+class _Tagged(torch.Tensor):
+    """A tensor subclass: torch pickles it through ``_rebuild_from_type_v2``."""
+
+
+def test_tensor_subclass_through_rebuild_from_type(tmp_path: Path) -> None:
+    t = torch.arange(6, dtype=torch.float32).reshape(2, 3).as_subclass(_Tagged)
+    path = tmp_path / "sub.pt"
+    torch.save({"t": t}, path)
+    meta = read_torch_meta(path)
+    assert "torch._tensor._rebuild_from_type_v2" in meta.globals
+    ((key, info),) = meta.tensors
+    assert key == "t" and info.shape == (2, 3) and info.dtype == "float32"
+    assert read_at(path, info.data_offset, info.nbytes) == tensor_bytes(
+        torch.arange(6, dtype=torch.float32))
