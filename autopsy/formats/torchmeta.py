@@ -162,26 +162,27 @@ def _read_legacy_or_pickle(fh: IO[bytes], path: str, size: int) -> tuple[
         first = scan_stream(fh, _LIMITS)
         if first.obj != TORCH_LEGACY_MAGIC or isinstance(first.obj, bool):
             return first, {}, []
-        version = scan_stream(fh, _LIMITS).obj
+        version = scan_stream(fh, _LIMITS)
         sys_info = scan_stream(fh, _LIMITS)
         main = scan_stream(fh, _LIMITS)
     except UnpickleError as exc:
         raise CheckpointFormatError(f"{path}: not a readable pickle or torch file: {exc}") \
             from exc
-    names = tuple(dict.fromkeys([*sys_info.globals, *main.globals]))
-    unpickled = Unpickled(main.obj, names, main.mutated_globals, main.persistent_ids,
-                          container="torch_legacy",
-                          meta={"protocol_version": version, "sys_info": sys_info.obj})
+    parts = [first, version, sys_info, main]
+    unpickled = _legacy(parts, main, version.obj, sys_info.obj)
     storages = _storages(unpickled)
     problems: list[str] = []
     located: dict[str, _Located] = {}
     try:
-        keys = scan_stream(fh, _LIMITS).obj
+        keys_pickle = scan_stream(fh, _LIMITS)
     except UnpickleError as exc:
         if storages:
             problems.append(f"the list of storage keys after the pickle is unreadable ({exc}); "
                             "no storage can be located")
         return unpickled, located, problems
+    # torch.load unpickles all five pickles: a payload in any of them counts.
+    unpickled = _legacy([*parts, keys_pickle], main, version.obj, sys_info.obj)
+    keys = keys_pickle.obj
     if not isinstance(keys, list):
         problems.append("the list of storage keys after the pickle is not a list")
         return unpickled, located, problems
@@ -216,6 +217,14 @@ def _read_legacy_or_pickle(fh: IO[bytes], path: str, size: int) -> tuple[
     if missing:
         problems.append(_missing_line(missing, storages, "without a record in the file"))
     return unpickled, located, problems
+
+
+def _legacy(parts: list[Unpickled], main: Unpickled, version: Any, sys_info: Any) -> Unpickled:
+    """The legacy file's object, with the names referenced by every one of its pickles."""
+    names = tuple(dict.fromkeys(n for p in parts for n in p.globals))
+    mutated = tuple(dict.fromkeys(n for p in parts for n in p.mutated_globals))
+    return Unpickled(main.obj, names, mutated, main.persistent_ids, container="torch_legacy",
+                     meta={"protocol_version": version, "sys_info": sys_info})
 
 
 def _missing_line(missing: list[str], storages: dict[str, StorageRef], what: str) -> str:

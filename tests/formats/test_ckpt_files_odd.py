@@ -131,3 +131,28 @@ def test_damaged_headers_never_escape_as_other_errors(tmp_path: Path, kind: str)
         for _name, stats in scan_values(list(tensors), chunk_bytes=64):
             assert stats.checked or stats.reason
     assert outcomes["read"] and outcomes["refused"], outcomes
+
+
+@pytest.mark.parametrize("slot", [0, 1, 2, 4])
+def test_payload_in_any_pickle_of_a_legacy_file(tmp_path: Path, slot: int) -> None:
+    """Magic number, protocol version, sys_info, object, storage keys: torch.load reads all."""
+    marker = tmp_path / "pwned"
+    good = tmp_path / "good.pt"
+    torch.save({"w": torch.ones(2)}, good, _use_new_zipfile_serialization=False)
+    from autopsy.formats.unpickle.loader import scan_stream
+
+    limits = {"max_bytes": 1 << 20, "max_ops": 100_000, "max_depth": 64}
+    bounds = [0]
+    with open(good, "rb") as fh:
+        for _ in range(5):
+            scan_stream(fh, limits)
+            bounds.append(fh.tell())
+    data = good.read_bytes()
+    evil = pickle.dumps(_Payload(marker), protocol=2)
+    patched = data[: bounds[slot]] + evil + data[bounds[slot + 1]:]
+    path = tmp_path / "evil.pt"
+    path.write_bytes(patched)
+    meta = read_torch_meta(path)  # slot 0: no magic number left, so read as a plain pickle
+    assert not marker.exists()
+    assert meta.container == ("pickle" if slot == 0 else "torch_legacy")
+    assert any(name.endswith(".system") for name, _ in meta.unsafe), (slot, meta.unsafe)
