@@ -67,32 +67,43 @@ class Boundary:
         return max(0, self.previous_last - self.resume_step + 1)
 
 
+def _source_codes(run: Run) -> tuple[pd.Index, np.ndarray]:
+    """The scalars' sources as ``(names, per-row codes)``, without a string per row."""
+    src = run.scalars["source"]
+    if isinstance(src.dtype, pd.CategoricalDtype):
+        return pd.Index(src.cat.categories.astype(str)), src.cat.codes.to_numpy()
+    names, codes = np.unique(src.astype(str).to_numpy(), return_inverse=True)
+    return pd.Index(names), codes
+
+
 def _file_boundaries(run: Run) -> list[Boundary]:
     """Relaunches inside one segment: event files written one after the other whose steps
     go on (the second starts after the first's last step and after its last wall time)."""
     df = run.scalars
     if df.empty:
         return []
-    src = df["source"].astype(str)
-    sub = df.loc[src.str.contains("tfevents", regex=False).to_numpy(),
-                 ["segment", "source", "step", "wall_time"]]
-    if sub.empty:
+    names, codes = _source_codes(run)
+    event_files = [i for i, n in enumerate(names) if "tfevents" in n]
+    if len(event_files) < 2:
         return []
-    sub = sub.assign(source=sub["source"].astype(str))
-    g = sub.groupby(["segment", "source"], observed=True).agg(
+    mask = np.isin(codes, event_files)
+    sub = pd.DataFrame({"segment": df["segment"].to_numpy()[mask], "code": codes[mask],
+                        "step": df["step"].to_numpy()[mask],
+                        "wall_time": df["wall_time"].to_numpy(dtype="float64")[mask]})
+    g = sub.groupby(["segment", "code"]).agg(
         first=("step", "min"), last=("step", "max"), t0=("wall_time", "min"),
         t1=("wall_time", "max"), n=("step", "size")).reset_index()
     g = g[(g["n"] >= 2) & g["t0"].notna()]
     out = []
-    for seg, files in g.groupby("segment", observed=True):
-        files = files.sort_values("t0")
-        rows = list(files.itertuples(index=False))
+    for seg, files in g.groupby("segment"):
+        rows = list(files.sort_values("t0").itertuples(index=False))
         for a, b in itertools.pairwise(rows):
             if b.t0 > a.t1 and b.first > a.last:
                 out.append(Boundary(previous=int(seg), segment=int(seg),
                                     resume_step=int(b.first), previous_first=int(a.first),
-                                    previous_last=int(a.last), previous_source=str(a.source),
-                                    source=str(b.source)))
+                                    previous_last=int(a.last),
+                                    previous_source=str(names[a.code]),
+                                    source=str(names[b.code])))
     return out
 
 
@@ -119,11 +130,16 @@ def sides(run: Run, b: Boundary, tag: str) -> tuple[pd.Series, pd.Series]:
 def new_side(run: Run, b: Boundary) -> tuple[float, int]:
     """The new side's first wall time (NaN if unknown) and last step."""
     df = run.scalars
-    mask = df["segment"] == b.segment
+    mask = (df["segment"] == b.segment).to_numpy()
     if b.source is not None:
-        mask &= df["source"].astype(str) == b.source
-    rows = df.loc[mask]
-    return float(rows["wall_time"].min()), int(rows["step"].max())
+        names, codes = _source_codes(run)
+        mask &= codes == (names.get_loc(b.source) if b.source in names else -2)
+    if not mask.any():
+        return math.nan, b.resume_step
+    wall = df["wall_time"].to_numpy(dtype="float64")[mask]
+    wall = wall[np.isfinite(wall)]
+    return (float(wall.min()) if wall.size else math.nan,
+            int(df["step"].to_numpy()[mask].max()))
 
 
 def value_at(s: pd.Series, step: int) -> tuple[float, int] | None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
@@ -25,10 +23,10 @@ def world_sizes(run: Run) -> dict[int, tuple[int, str]]:
     df = run.scalars
     if df.empty:
         return out
+    counts = df.groupby(["source", "segment"], observed=True).size()
     seg_of: dict[str, int] = {}
-    for (source, seg), _n in Counter(zip(df["source"].astype(str), df["segment"].astype(int),
-                                         strict=True)).most_common():
-        seg_of.setdefault(source, seg)
+    for (source, seg), _n in counts.sort_values(ascending=False).items():
+        seg_of.setdefault(str(source), int(seg))
     for entry in run.config.all_entries():
         size = _int(entry.value) if entry.key == "world_size" else None
         seg = seg_of.get(entry.source)
