@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from resume_runs import audit, finding, loss_curve, segmented_run
 
+from autopsy.model import ConfigValue
+
 BEFORE, AFTER = range(1, 56), range(51, 121)
 
 
@@ -34,3 +36,12 @@ def test_near_miss_passes_on_single_process_launches() -> None:
     run = segmented_run([{"loss": loss_curve(BEFORE)}, {"loss": loss_curve(AFTER)}],
                         config={"world_size": 1})
     assert finding(run, "RES014") is None
+
+
+def test_fires_on_the_world_size_each_launch_logged() -> None:
+    run = segmented_run([{"loss": loss_curve(BEFORE)}, {"loss": loss_curve(AFTER)}])
+    run.config.add(ConfigValue("world_size", 8, "runs/events.0"))  # each launch's args summary
+    run.config.add(ConfigValue("world_size", 4, "runs/events.1"))
+    f = finding(run, "RES014")
+    assert f is not None and "on 4 rank(s) after running on 8" in f.message
+    assert "runs/events.1" in f.evidence[1].summary

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
+from pathlib import Path
 
 import pandas as pd
-from resume_runs import audit, finding, loss_curve, segmented_run
+from resume_runs import SAMPLE_RUNS, audit, finding, loss_curve, segmented_run
 
+import autopsy
 from autopsy.model import empty_events
 from autopsy.model.finding import Family, Finding, Severity
 
@@ -58,3 +61,19 @@ def test_near_miss_passes_when_the_resume_took_the_newest() -> None:
         [{"loss": loss_curve(BEFORE)}, {"loss": loss_curve(range(61, 121))}],
         checkpoints=[audit(40), audit(60)])
     assert finding(resumed_from_newest, "RES015") is None
+
+
+def test_fires_on_a_real_run_whose_newer_save_was_torn(tmp_path: Path) -> None:
+    # the first launch of resume_scheduler_not_restored ran to step 45; say it was killed
+    # while saving step 45: a truncated torch.save file, which the resume at 41 passed over
+    run_dir = tmp_path / "run"
+    shutil.copytree(SAMPLE_RUNS / "resume_scheduler_not_restored", run_dir)
+    import torch
+
+    state = torch.load(run_dir / "ckpt_step_40.pt", weights_only=True)
+    torch.save({**state, "step": 45}, run_dir / "ckpt_step_45.pt")
+    whole = (run_dir / "ckpt_step_45.pt").read_bytes()
+    (run_dir / "ckpt_step_45.pt").write_bytes(whole[: len(whole) // 2])
+    f = finding(autopsy.load_run(run_dir), "RES015")
+    assert f is not None and f.cause == "torn_checkpoint" and f.step == 41
+    assert "ckpt_step_45.pt (step 45) is damaged: 5 step(s)" in f.message
