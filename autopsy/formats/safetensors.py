@@ -30,6 +30,25 @@ DTYPES: dict[str, str] = {
 }
 
 
+_PAST_END = "tensor "  # problems about tensors past the end start so; grouped when many
+#: More tensors past the end of the file than this are reported in one line.
+MAX_LISTED = 5
+
+
+def _group_past_end(problems: list[str], size: int, base: int, end: int) -> list[str]:
+    """Many "past the end" lines (a truncated file) become one."""
+    past = [p for p in problems if p.startswith(_PAST_END) and "lie past the end" in p]
+    if len(past) <= MAX_LISTED:
+        return problems
+    names = [p[len(_PAST_END):].split(": bytes ", 1)[0] for p in past]
+    shown = ", ".join(names[:MAX_LISTED])
+    line = (f"{len(past)} tensors lie past the end of the file (truncated: the data holds "
+            f"{max(0, size - base):,} of the {end:,} bytes the header describes): {shown} "
+            f"and {len(past) - MAX_LISTED} more")
+    kept = [p for p in problems if p not in set(past)]
+    return [line, *kept]
+
+
 @dataclass
 class SafetensorsMeta:
     """What a safetensors file holds, tensors described but not read.
@@ -107,7 +126,7 @@ def _entry(key: str, entry: Any, name: str, base: int, size: int,
                         f"its data_offsets span {end - begin:,}")
         data_offset = None
     if base + end > size:
-        problems.append(f"tensor {key}: bytes {begin:,}..{end:,} of the data lie past the "
+        problems.append(f"{_PAST_END}{key}: bytes {begin:,}..{end:,} of the data lie past the "
                         f"end of the file (data holds {max(0, size - base):,} bytes; truncated)")
         data_offset = None
     return TensorInfo(dtype, tuple(shape), name, data_offset, nbytes), (begin, end)
@@ -156,6 +175,7 @@ def read_safetensors_meta(path: str | os.PathLike[str]) -> SafetensorsMeta:
                                  f"{min(end, last_end):,} of the data)")
         if end > last_end:
             last_end, last_key = end, key
+    meta.problems = _group_past_end(meta.problems, size, base, last_end)
     if base + last_end < size:
         meta.problems.append(f"{size - base - last_end:,} bytes after the last tensor "
                              "that no tensor uses")

@@ -130,3 +130,14 @@ def test_empty_file(tmp_path: Path) -> None:
     path.write_bytes(b"")
     with pytest.raises(CheckpointFormatError, match="empty"):
         read_safetensors_meta(path)
+
+
+def test_many_tensors_past_the_end_make_one_problem(tmp_path: Path) -> None:
+    path = tmp_path / "many.safetensors"
+    st.save_file({f"w{i:02d}": torch.randn(64) for i in range(20)}, str(path))
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 64 * 4 * 12 - 10])
+    meta = read_safetensors_meta(path)
+    assert len(meta.problems) == 1, meta.problems
+    assert meta.problems[0].startswith("13 tensors lie past the end of the file (truncated")
+    assert sum(info.data_offset is None for info in meta.tensors.values()) == 13
