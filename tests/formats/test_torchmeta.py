@@ -296,3 +296,12 @@ def test_tensor_subclass_through_rebuild_from_type(tmp_path: Path) -> None:
     assert key == "t" and info.shape == (2, 3) and info.dtype == "float32"
     assert read_at(path, info.data_offset, info.nbytes) == tensor_bytes(
         torch.arange(6, dtype=torch.float32))
+
+
+@pytest.mark.parametrize("protocol", [4, 5])
+def test_newer_pickle_protocols(tmp_path: Path, protocol: int) -> None:
+    path = tmp_path / f"p{protocol}.pt"
+    torch.save(mixed_tensors(), path, pickle_protocol=protocol)
+    meta = read_torch_meta(path)
+    assert meta.problems == [] and meta.unsafe == []
+    assert check_against_torch(path, meta) == len(mixed_tensors())
