@@ -44,9 +44,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
-def check_against_torch(path: Path, meta: Any) -> int:
+def check_against_torch(path: Path, meta: Any, *, weights_only: bool = True) -> int:
     """Every TensorInfo matches what torch.load gives: dtype, shape, bytes at its offset."""
-    loaded = torch.load(path, weights_only=True)
+    loaded = torch.load(path, weights_only=weights_only)
     for key, info in meta.tensors:
         tensor = get_path(loaded, key)
         assert isinstance(info, TensorInfo)
@@ -304,4 +304,5 @@ def test_newer_pickle_protocols(tmp_path: Path, protocol: int) -> None:
     torch.save(mixed_tensors(), path, pickle_protocol=protocol)
     meta = read_torch_meta(path)
     assert meta.problems == [] and meta.unsafe == []
-    assert check_against_torch(path, meta) == len(mixed_tensors())
+    # torch's weights-only unpickler refuses the FRAME opcode; the file is our own
+    assert check_against_torch(path, meta, weights_only=False) == len(mixed_tensors())
