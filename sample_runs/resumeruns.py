@@ -38,6 +38,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,53 @@ def launch(kind: str, output_dir: str, launch_no: int, seed: int) -> None:
     writer.close()
 
 
+HF_STEPS, HF_SAVE, HF_CRASH, HF_FROM, HF_WARMUP = 40, 10, 25, 20, 10
+
+
+def launch_hf(output_dir: str, launch_no: int, seed: int) -> None:
+    """An HF Trainer run (make.py's tiny GPT-2 recipe); launch 0 raises after step 25, launch 1
+    resumes from checkpoint-20, whose scheduler.pt is gone: the Trainer then silently loads
+    neither the scheduler nor the optimizer."""
+    import make  # beside this file; its helpers build the model, the data and the arguments
+    from transformers import Trainer, TrainerCallback
+
+    class CrashAfter(TrainerCallback):  # type: ignore[misc]
+        """Raise when the step after ``HF_CRASH`` begins: a real crash, with a traceback."""
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step == HF_CRASH:
+                raise RuntimeError(f"sample_runs: simulated crash (node lost) at step "
+                                   f"{state.global_step + 1}")
+
+    make._seed_everything(seed)
+    args = make._args(output_dir, seed, max_steps=HF_STEPS, learning_rate=3e-3,
+                      warmup_steps=HF_WARMUP, lr_scheduler_type="linear", max_grad_norm=1.0,
+                      logging_steps=1, save_steps=HF_SAVE, save_total_limit=3)
+    trainer = Trainer(model=make._tiny_gpt2(), args=args,
+                      train_dataset=make._progressions(512, seed=seed + 1),
+                      callbacks=[CrashAfter()] if launch_no == 0 else [])
+    if launch_no == 0:
+        trainer.train()
+    else:
+        trainer.train(resume_from_checkpoint=f"{output_dir}/checkpoint-{HF_FROM}")
+    make._finish(trainer)
+
+
+def _train_hf(output_dir: str, launch_no: int, p: Any) -> None:
+    """Both HF launches; between them checkpoint-20/scheduler.pt is lost (a partial copy)."""
+    del launch_no
+    for n in (0, 1):
+        if n == 1:
+            lost = Path(output_dir) / f"checkpoint-{HF_FROM}" / "scheduler.pt"
+            lost.unlink()
+            print(f"sample_runs: {lost} lost in a partial copy before the resume", flush=True)
+        sys.stdout.flush()
+        rc = subprocess.run([sys.executable, str(HERE / "resumeruns.py"), "hf", output_dir,
+                             str(n), str(p.seed)], timeout=LAUNCH_TIMEOUT,
+                            check=False).returncode
+        _require((rc != 0) == (n == 0), f"launch {n} exited {rc}")
+
+
 def _train(kind: str) -> Callable[[str, int, Any], None]:
     """The spec's train: both launches as subprocesses, output appended to train.log."""
 
@@ -383,6 +431,42 @@ def _check_scaler(run_dir: Path, p: Any) -> dict[str, Any]:
     )
 
 
+def _check_hf(run_dir: Path, p: Any) -> dict[str, Any]:
+    """HF: checkpoint-20 lacks scheduler.pt; after the resume the LR warms up again."""
+    del p
+    log = (run_dir / LOG_NAME).read_text(encoding="utf-8", errors="replace")
+    _require("Traceback (most recent call last)" in log and "simulated crash" in log,
+             "no traceback from the first launch")
+    ckpt = run_dir / f"checkpoint-{HF_FROM}"
+    _require(not (ckpt / "scheduler.pt").exists() and (ckpt / "optimizer.pt").is_file(),
+             "checkpoint-20 should hold optimizer.pt and no scheduler.pt")
+    segs = _segments(run_dir)
+    _require(len(segs) == 2, f"expected two event files, got {len(segs)}")
+    first, second = ({t: dict(v) for t, v in seg.items()} for seg in segs)
+    resume = HF_FROM + 1
+    _require(sorted(first["loss"]) == list(range(1, HF_CRASH + 1)), "launch 0 steps")
+    _require(sorted(second["loss"]) == list(range(resume, HF_STEPS + 1)), "launch 1 steps")
+    before, after = first["learning_rate"][resume], second["learning_rate"][resume]
+    warm = [second["learning_rate"][resume + i] for i in range(HF_WARMUP + 1)]
+    _require(after < 0.5 * before, f"LR at the resume step: {before:.4g} -> {after:.4g}")
+    _require(all(b > a for a, b in itertools.pairwise(warm)), "no warm-up ramp again")
+    return {
+        "family": "resume", "cause": ["scheduler_not_restored", "missing_optimizer_state"],
+        "first_bad_step": resume, "culprit_rank": None,
+        "lr_before": before, "lr_after": after, "lr_after_warmup_again": warm[-1],
+        "resume_step": resume, "resumed_from_checkpoint": HF_FROM,
+        "crash_after_step": HF_CRASH, "steps": HF_STEPS, "segments": 2,
+        "segment_steps": [[1, HF_CRASH], [resume, HF_STEPS]],
+        "checkpoints": sorted(int(c.name.split("-")[1]) for c in run_dir.glob("checkpoint-*")),
+        "missing_files": [f"checkpoint-{HF_FROM}/scheduler.pt"],
+        "note": f"scheduler.pt of checkpoint-{HF_FROM} was lost before the resume; the HF "
+        "Trainer loads optimizer.pt and scheduler.pt only when both exist, so it silently "
+        f"restored neither: the LR warm-up starts again at step {resume} ({before:.4g} -> "
+        f"{after:.4g}) and Adam's moments restart. scheduler_not_restored first (the LR "
+        "shows it), missing_optimizer_state accepted",
+    }
+
+
 def _wiggle(values: list[float], half: int = 3) -> list[float]:
     """Each value minus the median of its centred window: the per-batch part of the loss."""
     return [v - statistics.median(values[max(0, i - half):i + half + 1])
@@ -470,6 +554,19 @@ SPECS: tuple[Spec, ...] = (
                                f"{len(lb['skipped_steps_after_resume'])} steps skipped again"),
     ),
     Spec(
+        name="resume_hf_scheduler_missing",
+        situation="an HF Trainer resume from a checkpoint whose scheduler.pt was lost: the "
+        "Trainer silently skips the scheduler and the optimizer",
+        how=f"tiny GPT-2, HF Trainer, lr 3e-3, warm-up {HF_WARMUP}, linear, save every "
+        f"{HF_SAVE}; launch 1 raises after step {HF_CRASH}; checkpoint-{HF_FROM}/scheduler.pt "
+        f"is deleted; launch 2 resumes from checkpoint-{HF_FROM}",
+        train=_train_hf, check=_check_hf,
+        conclusion=lambda lb: (f"resume / scheduler_not_restored (missing_optimizer_state "
+                               f"accepted) at step {lb['first_bad_step']}: LR "
+                               f"{lb['lr_before']:.4g} before, {lb['lr_after']:.4g} after the "
+                               "resume (the warm-up again)"),
+    ),
+    Spec(
         name="resume_data_position_lost",
         situation="a resume whose data iterator starts the epoch over: the same batches again",
         how=_BASE.format(crash=KINDS["data"]["crash_after"])
@@ -485,4 +582,5 @@ SPECS: tuple[Spec, ...] = (
 
 
 if __name__ == "__main__":
-    launch(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    (launch_hf if sys.argv[1] == "hf" else partial(launch, sys.argv[1]))(
+        sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))

@@ -91,3 +91,11 @@ def test_fires_on_a_relaunch_that_went_on_in_a_new_event_file(tmp_path: Path) ->
 def test_near_miss_passes_on_the_other_real_resumes() -> None:
     for name in ("resume_optimizer_lost", "resume_data_position_lost"):
         assert finding(autopsy.load_run(SAMPLE_RUNS / name), "RES010") is None, name
+
+
+def test_fires_on_the_real_hf_trainer_resume_without_scheduler_pt() -> None:
+    run = autopsy.load_run(SAMPLE_RUNS / "resume_hf_scheduler_missing")
+    v = diagnose(run).verdict
+    assert (v.code, v.cause, v.step) == ("RES010", "scheduler_not_restored", 21)
+    f = finding(run, "RES010")
+    assert f is not None and "checkpoint-20 has no scheduler state" in f.message
