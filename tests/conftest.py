@@ -12,8 +12,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE_RUNS = REPO / "sample_runs"
+from repo_paths import REPO, SAMPLE_RUNS  # noqa: F401  (also here for fixtures)
 
 
 def write_scalars(logdir: Path, points: dict[str, list[tuple[int, float]]]) -> None:

@@ -171,7 +171,7 @@ def test_reading_a_run_imports_no_torch_or_tensorboard() -> None:
         "print(','.join(m for m in ('torch', 'transformers', 'tensorboard', 'tbparse') "
         "if m in sys.modules))\n"
     )
-    from conftest import REPO
+    from repo_paths import REPO
 
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, cwd=REPO)
@@ -191,7 +191,7 @@ def test_rules_and_explain_commands() -> None:
 
 
 def test_analyze_healthy_sample_exits_0_and_bad_set_exits_2() -> None:
-    from conftest import SAMPLE_RUNS
+    from repo_paths import SAMPLE_RUNS
 
     healthy = invoke("analyze", str(SAMPLE_RUNS / "healthy_hf_trainer"), "--format", "json")
     assert healthy.exit_code == 0

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import REPO, SAMPLE_RUNS
+from repo_paths import REPO, SAMPLE_RUNS
 
 from autopsy.cli import cli
 

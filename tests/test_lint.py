@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from repo_paths import REPO
 
 
 def test_ruff_is_clean() -> None:

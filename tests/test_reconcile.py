@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import SAMPLE_RUNS
+from repo_paths import SAMPLE_RUNS
 
 import autopsy
 from autopsy.model import concat_scalars, make_scalars

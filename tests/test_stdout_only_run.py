@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest import SAMPLE_RUNS
+from repo_paths import SAMPLE_RUNS
 
 import autopsy
 from autopsy.model import Family

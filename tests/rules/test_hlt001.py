@@ -63,7 +63,7 @@ def test_near_miss_passes_when_a_log_reports_a_traceback() -> None:
 
 
 def test_fires_when_the_run_went_on_past_a_crash() -> None:
-    from conftest import SAMPLE_RUNS
+    from repo_paths import SAMPLE_RUNS
 
     import autopsy
 

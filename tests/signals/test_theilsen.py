@@ -31,7 +31,7 @@ def test_reading_and_diagnosing_imports_neither_scipy_stats_nor_optimize() -> No
     import subprocess
     import sys
 
-    from conftest import SAMPLE_RUNS
+    from repo_paths import SAMPLE_RUNS
 
     code = (
         "import sys, autopsy\n"
