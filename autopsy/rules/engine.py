@@ -60,6 +60,8 @@ def run_rules(
     """Run every selected rule; a rule's crash becomes a skip, never a traceback."""
     tags = _present_tags(run)
     config_keys = set(run.config)
+    parts = {name for name, have in (("checkpoints", bool(run.checkpoints)),
+                                     ("events", not run.events.empty)) if have}
     findings: list[Finding] = []
     skipped: list[Skipped] = []
     ran: list[str] = []
@@ -68,9 +70,9 @@ def run_rules(
         if not settings.selected(spec):
             skipped.append(Skipped(code, spec.name, "not selected"))
             continue
-        missing = unmet_requirements(spec, tags, config_keys)
+        missing = unmet_requirements(spec, tags, config_keys, parts)
         if missing:
-            needs = " and ".join(m.replace("|", " or ") for m in missing)
+            needs = " and ".join(m.replace("|", " or ").replace("run:", "") for m in missing)
             skipped.append(Skipped(code, spec.name, f"needs {needs}; the run has none"))
             continue
         ctx = RuleContext(spec=spec, thresholds=settings.thresholds(spec), shared=shared)

@@ -128,15 +128,25 @@ def load_rules() -> dict[str, RuleSpec]:
     return dict(sorted(REGISTRY.items()))
 
 
-def unmet_requirements(spec: RuleSpec, tags: set[str], config_keys: set[str]) -> list[str]:
-    """The ``requires`` entries the run does not meet (empty: the rule can run)."""
+def unmet_requirements(spec: RuleSpec, tags: set[str], config_keys: set[str],
+                       parts: set[str] | None = None) -> list[str]:
+    """The ``requires`` entries the run does not meet (empty: the rule can run).
+
+    An entry is a canonical tag (``loss``), ``config:KEY``, or ``run:PART`` for a
+    part of the run other than scalars (``run:checkpoints``: checkpoint audits,
+    ``run:events``: log events), ``|`` separating alternatives; ``parts`` names
+    the parts the run has.
+    """
     missing = []
+    have = parts or set()
     for req in spec.requires:
         options = req.split("|")
         ok = False
         for opt in options:
             if opt.startswith("config:"):
                 ok = ok or opt[len("config:"):] in config_keys
+            elif opt.startswith("run:"):
+                ok = ok or opt[len("run:"):] in have
             else:
                 ok = ok or opt in tags
         if not ok:

@@ -24,6 +24,7 @@ RANKED_CHECKS = frozenset({"CKPT005"})
     code="RES001",
     name="newest-not-resumable",
     family=Family.RESUME,
+    requires=("run:checkpoints",),
     causes=("missing_optimizer_state", "scheduler_not_restored", "grad_scaler_not_restored",
             "rng_not_restored", "sampler_not_restored", "torn_checkpoint", "unsafe_pickle"),
 )

@@ -22,6 +22,7 @@ INTEGRITY_CHECKS = frozenset({"CKPT007", "CKPT020", "CKPT021"})
     code="RES002",
     name="torn-checkpoint",
     family=Family.RESUME,
+    requires=("run:checkpoints",),
     causes=("torn_checkpoint",),
 )
 def torn_checkpoint(run: Run, ctx: RuleContext) -> Finding | None:

@@ -13,6 +13,7 @@ from autopsy.rules.resume._audits import audits, check_findings, name
     code="RES003",
     name="unsafe-checkpoint-pickle",
     family=Family.RESUME,
+    requires=("run:checkpoints",),
     causes=("unsafe_pickle",),
 )
 def unsafe_checkpoint_pickle(run: Run, ctx: RuleContext) -> Finding | None:

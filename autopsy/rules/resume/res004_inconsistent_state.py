@@ -23,6 +23,7 @@ CONSISTENCY_CHECKS = frozenset({"CKPT010", "CKPT011", "CKPT012", "CKPT013", "CKP
     code="RES004",
     name="inconsistent-checkpoint",
     family=Family.RESUME,
+    requires=("run:checkpoints",),
     causes=("missing_optimizer_state", "step_mismatch", "lr_mismatch",
             "optimizer_model_mismatch", "world_size_mismatch"),
 )
