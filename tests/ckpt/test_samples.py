@@ -20,11 +20,7 @@ SAMPLES = sorted(p.name for p in SAMPLE_RUNS.glob("ckpt_*") if p.is_dir())
 MAX_BYTES = 300 * 1024
 HOSTILE_MARKER = Path("/tmp/autopsy_sample_hostile_pickle_ran")  # as in checkpoints.py
 #: samples where the audit and the label disagree on purpose, until the lead decides
-OPEN_QUESTIONS = {
-    "ckpt_plain_hostile_legacy": "the torch reader does not look at the first pickles of a "
-    "legacy torch file (magic number, protocol, sys info), which torch.load unpickles too: "
-    "the os.system there is not reported",
-}
+OPEN_QUESTIONS: dict[str, str] = {}
 AUDITED = [
     pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=OPEN_QUESTIONS[n]))
     if n in OPEN_QUESTIONS else n

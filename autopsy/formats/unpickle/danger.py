@@ -41,6 +41,9 @@ DANGEROUS_NAMES: frozenset[str] = frozenset({
 #: Names harmless though their module is listed above.
 SAFE_EXCEPTIONS: frozenset[str] = frozenset({
     "io.BytesIO", "_io.BytesIO", "io.StringIO", "_io.StringIO",
+    # torch.distributed.checkpoint's .metadata names tensor layouts through it: a lookup of
+    # a torch.layout by its name in a fixed table, nothing else.
+    "torch.serialization._get_layout",
 })
 
 #: Attribute names that let a dotted name climb to arbitrary objects.
