@@ -7,6 +7,7 @@ a one-line message and exit code 2; no traceback reaches the user for bad input.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -74,8 +75,40 @@ def cli() -> None:
     """
 
 
+_FLOPS_SUFFIX = {"": 1.0, "G": 1e9, "T": 1e12, "P": 1e15}
+
+
+def _flops(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """``--peak-flops``: a number of FLOP/s, maybe with a G, T or P suffix (``989T``)."""
+    if value is None:
+        return None
+    text = value.strip().upper().removesuffix("FLOPS").removesuffix("FLOP/S")
+    scale = _FLOPS_SUFFIX.get(text[-1:], None) if text[-1:].isalpha() else 1.0
+    number = text[:-1] if text[-1:].isalpha() else text
+    try:
+        flops = float(number) * (scale if scale is not None else math.nan)
+    except ValueError:
+        flops = math.nan
+    if not math.isfinite(flops) or flops <= 0:
+        raise click.BadParameter(f"{value!r}: give FLOP/s per device, e.g. 989e12 or 989T")
+    return flops
+
+
 def rule_options(func: F) -> F:
-    """The rule-selection options shared by the commands that run rules."""
+    """The rule-selection options shared by the commands that run rules.
+
+    ``--gpu`` and ``--peak-flops`` are shorthands for ``--set SLOW005.gpu=...`` and
+    ``--set SLOW005.peak_flops=...`` (an explicit ``--set`` wins).
+    """
+
+    @wraps(func)
+    def wrapper(*args: Any, gpu: str | None = None, peak_flops: float | None = None,
+                sets: tuple[str, ...] = (), **kwargs: Any) -> Any:
+        extra = [f"SLOW005.gpu={gpu}"] if gpu else []
+        if peak_flops is not None:
+            extra.append(f"SLOW005.peak_flops={peak_flops!r}")
+        return func(*args, sets=(*extra, *sets), **kwargs)
+
     options = [
         click.option("--set", "sets", multiple=True, metavar="CODE.NAME=VALUE",
                      help="Override a rule threshold, e.g. --set NAN001.spike_ratio=20. "
@@ -88,10 +121,16 @@ def rule_options(func: F) -> F:
         click.option("--config", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      help="A pyproject.toml with a [tool.autopsy] table (default: the nearest "
                           "one from the current directory up)."),
+        click.option("--gpu", metavar="NAME", default=None,
+                     help="The accelerator the run used (h100, a100-80gb, mi300x, ...), for "
+                          "MFU (SLOW005); same as --set SLOW005.gpu=NAME."),
+        click.option("--peak-flops", callback=_flops, metavar="FLOPS", default=None,
+                     help="Peak dense FLOP/s per device in the run's precision (989e12 or "
+                          "989T), for MFU (SLOW005); same as --set SLOW005.peak_flops=X."),
     ]
     for option in reversed(options):
-        func = option(func)
-    return func
+        wrapper = option(wrapper)
+    return wrapper  # type: ignore[return-value]
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=exitcodes.HELP_TEXT)

@@ -203,3 +203,33 @@ def test_analyze_healthy_sample_exits_0_and_bad_set_exits_2() -> None:
     strict = invoke("analyze", str(SAMPLE_RUNS / "healthy_hf_trainer"), "--format", "json",
                     "--set", "HLT001.min_points=1000")
     assert strict.exit_code == 3
+
+
+def _slow005_reason(args: list[str]) -> str:
+    from click.testing import CliRunner
+
+    from autopsy.cli import cli
+    from repo_paths import SAMPLE_RUNS
+
+    res = CliRunner().invoke(cli, ["analyze", str(SAMPLE_RUNS / "slow_dataloader_starved"),
+                                   "--format", "json", *args])
+    assert res.exit_code in (0, 1, 3), res.output
+    skipped = {s["code"]: s["reason"] for s in json.loads(res.output)["skipped"]}
+    return skipped["SLOW005"]
+
+
+def test_gpu_and_peak_flops_feed_slow005() -> None:
+    assert "--gpu" in _slow005_reason([])
+    for args in (["--gpu", "h100"], ["--peak-flops", "989T"], ["--peak-flops", "9.89e14"],
+                 ["--set", "SLOW005.peak_flops=1e15"]):
+        reason = _slow005_reason(args)
+        assert "--gpu" not in reason and "model size" in reason, args
+
+
+def test_a_bad_peak_flops_is_a_usage_error() -> None:
+    from click.testing import CliRunner
+
+    from autopsy.cli import cli
+
+    res = CliRunner().invoke(cli, ["analyze", ".", "--peak-flops", "lots"])
+    assert res.exit_code == 2 and "989T" in res.output

@@ -487,3 +487,11 @@ def test_a_payload_in_the_magic_number_pickle_of_a_legacy_file_is_reported() -> 
     got = load_torch(path)
     assert got.container == "torch_legacy"
     assert "os.system" in got.dangerous or "posix.system" in got.dangerous
+
+
+def test_dcp_layout_lookup_is_benign_but_torch_serialization_is_not() -> None:
+    from autopsy.formats.unpickle import danger_reason
+
+    assert danger_reason("torch.serialization._get_layout") is None
+    assert danger_reason("torch.serialization.load") is not None
+    assert danger_reason("torch.serialization._load") is not None

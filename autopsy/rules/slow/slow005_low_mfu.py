@@ -172,7 +172,9 @@ def low_mfu(run: Run, ctx: RuleContext) -> Finding | None:
     if n is None or tokens is None:
         missing = " and ".join(w for w, v in (("the model size", n), ("the tokens per step",
                                                                        tokens)) if v is None)
-        raise ctx.skip(f"{missing} unknown (set SLOW005.n_params / SLOW005.tokens_per_step)")
+        verb = "are" if " and " in missing else "is"
+        raise ctx.skip(f"{missing} {verb} unknown (set SLOW005.n_params / "
+                       "SLOW005.tokens_per_step)")
     times = reference_times(run, ctx)
     step_s = median(times.seconds) if times is not None and times.reliable else math.nan
     how = "the median step time"
