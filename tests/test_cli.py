@@ -207,9 +207,9 @@ def test_analyze_healthy_sample_exits_0_and_bad_set_exits_2() -> None:
 
 def _slow005_reason(args: list[str]) -> str:
     from click.testing import CliRunner
+    from repo_paths import SAMPLE_RUNS
 
     from autopsy.cli import cli
-    from repo_paths import SAMPLE_RUNS
 
     res = CliRunner().invoke(cli, ["analyze", str(SAMPLE_RUNS / "slow_dataloader_starved"),
                                    "--format", "json", *args])
