@@ -290,9 +290,9 @@ def loss_jump(previous: pd.Series, new: pd.Series, resume_step: int, *, head: in
     if nx.size < 2 * head or tail.size < 5:
         return None
     level = float(np.median(tail))
-    prev_at = dict(zip(px.tolist(), py.tolist(), strict=True))
-    ref = np.array([prev_at.get(float(s), level) for s in nx])
-    same = all(float(s) in prev_at for s in nx[:head])
+    at = np.minimum(np.searchsorted(px, nx), px.size - 1)
+    logged = px[at] == nx  # the previous segment logged this step too
+    ref = np.where(logged, py[at], level)
     excess = ny - ref
     runs = [float(np.median(excess[k:k + head])) for k in range(min(head, excess.size - head) + 1)]
     k_max = int(np.argmax(runs))
@@ -307,7 +307,7 @@ def loss_jump(previous: pd.Series, new: pd.Series, resume_step: int, *, head: in
         ratio=after / reference if reference > 0 else math.nan,
         score=first / floor,
         left=last / first if first > 0 else 1.0,
-        same_steps=same, steps=(int(nx[0]), int(nx[-1])),
+        same_steps=bool(logged[k_max:k_max + head].all()), steps=(int(nx[0]), int(nx[-1])),
     )
 
 

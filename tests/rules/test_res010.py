@@ -9,6 +9,7 @@ from resume_runs import SAMPLE_RUNS, audit, finding, loss_curve, schedule, segme
 
 import autopsy
 from autopsy.api import diagnose
+from autopsy.model import ConfigValue
 
 
 def _resumed(lr_after: dict[int, float], total: int = 200, **kw: object) -> autopsy.Run:
@@ -99,3 +100,12 @@ def test_fires_on_the_real_hf_trainer_resume_without_scheduler_pt() -> None:
     assert (v.code, v.cause, v.step) == ("RES010", "scheduler_not_restored", 21)
     f = finding(run, "RES010")
     assert f is not None and "checkpoint-20 has no scheduler state" in f.message
+
+
+def test_near_miss_passes_on_an_lr_lowered_on_purpose_at_the_relaunch() -> None:
+    halved = {s: schedule(s) / 2 for s in range(51, 121)}  # restarted with lr 5e-4
+    run = _resumed(halved)
+    assert finding(run, "RES010") is not None  # without the configs: a discontinuity
+    run.config.add(ConfigValue("learning_rate", 1e-3, "runs/events.0"))  # each launch's args
+    run.config.add(ConfigValue("learning_rate", 5e-4, "runs/events.1"))
+    assert finding(run, "RES010") is None

@@ -34,6 +34,44 @@ def resumes(run: Run) -> list[Boundary]:
     return [b for b in boundaries(run) if not is_reset(b)]
 
 
+def segment_of_sources(run: Run) -> dict[str, int]:
+    """``{source: the segment most of its rows are in}``."""
+    df = run.scalars
+    if df.empty:
+        return {}
+    counts = df.groupby(["source", "segment"], observed=True).size()
+    out: dict[str, int] = {}
+    for (source, seg), _n in counts.sort_values(ascending=False).items():
+        out.setdefault(str(source), int(seg))
+    return out
+
+
+def launch_config(run: Run, b: Boundary, key: str) -> tuple[object, object]:
+    """The value of config ``key`` each side of ``b`` logged itself (None where unknown).
+
+    A launch's own config is one a file of that launch gave (an event file's ``args``
+    summary): its source's rows are in that segment, or it is the boundary's event file.
+    """
+    seg_of = segment_of_sources(run)
+    before: object = None
+    after: object = None
+    for entry in run.config.all_entries():
+        if entry.key != key:
+            continue
+        if b.source is not None:
+            side = ("before" if entry.source == b.previous_source
+                    else "after" if entry.source == b.source else None)
+        else:
+            seg = seg_of.get(entry.source)
+            side = ("before" if seg == b.previous and seg != b.segment
+                    else "after" if seg == b.segment and seg != b.previous else None)
+        if side == "before" and before is None:
+            before = entry.value
+        elif side == "after" and after is None:
+            after = entry.value
+    return before, after
+
+
 def source_checkpoint(run: Run, b: Boundary) -> CheckpointAudit | None:
     """The audited checkpoint the new segment resumed from: the newest at or before the step
     before ``b.resume_step`` (None when no audit has a step there)."""

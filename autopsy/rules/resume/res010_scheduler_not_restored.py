@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import math
+
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.resume._boundary import confidence, part_check, restored_note, resumes
-from autopsy.signals.resume import lr_break, sides
+from autopsy.rules.resume._boundary import (
+    confidence,
+    launch_config,
+    part_check,
+    restored_note,
+    resumes,
+)
+from autopsy.signals.resume import Boundary, lr_break, sides
+
+
+def _lr_changed_on_purpose(run: Run, b: Boundary) -> bool:
+    """Whether the two launches logged different configured learning rates."""
+    before, after = launch_config(run, b, "learning_rate")
+    if isinstance(before, bool) or not isinstance(before, (int, float)):
+        return False
+    if isinstance(after, bool) or not isinstance(after, (int, float)):
+        return False
+    return not math.isclose(float(before), float(after), rel_tol=1e-6)
 
 
 @rule(
@@ -52,7 +70,8 @@ def scheduler_not_restored(run: Run, ctx: RuleContext) -> Finding | None:
         launch's LR (their ratio), the warm-up's climb when it started again;
         the checkpoint's scheduler component and its status, when audited. A
         planned restart inside one launch (cosine with warm restarts) is no
-        boundary and is not reported.
+        boundary and is not reported, nor is an LR changed on purpose at the
+        relaunch (the two launches logged different configured learning rates).
     """
     for b in resumes(run):
         prev, new = sides(run, b, "learning_rate")
@@ -61,7 +80,7 @@ def scheduler_not_restored(run: Run, ctx: RuleContext) -> Finding | None:
             continue
         limit = float(ctx["max_lr_change"])
         jumped = not (1 - limit <= br.ratio <= 1 + limit)
-        if not (br.warmup_again or jumped):
+        if not (br.warmup_again or jumped) or _lr_changed_on_purpose(run, b):
             continue
         check = part_check(run, b, "scheduler")
         what = ("the LR warm-up started again" if br.warmup_again

@@ -6,7 +6,7 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.resume._boundary import part_check, source_checkpoint
+from autopsy.rules.resume._boundary import part_check, segment_of_sources, source_checkpoint
 from autopsy.signals.resume import boundaries
 
 
@@ -23,10 +23,7 @@ def world_sizes(run: Run) -> dict[int, tuple[int, str]]:
     df = run.scalars
     if df.empty:
         return out
-    counts = df.groupby(["source", "segment"], observed=True).size()
-    seg_of: dict[str, int] = {}
-    for (source, seg), _n in counts.sort_values(ascending=False).items():
-        seg_of.setdefault(str(source), int(seg))
+    seg_of = segment_of_sources(run)
     for entry in run.config.all_entries():
         size = _int(entry.value) if entry.key == "world_size" else None
         seg = seg_of.get(entry.source)
