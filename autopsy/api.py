@@ -117,6 +117,7 @@ def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) ->
         leader_sources=[s.path for s in sources if s.reader == "tensorboard"],
     )
     checkpoints = _audit_checkpoints(root, problems) if len(starts) == 1 else []
+    audited = _audited_paths(checkpoints)
     return Run(
         root=root,
         scalars=scalars,
@@ -125,8 +126,29 @@ def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) ->
         checkpoints=checkpoints,
         problems=problems,
         sources=sorted(sources, key=lambda s: s.path),
-        unread=[found.rel(p) for p in found.unread],
+        unread=[found.rel(p) for p in found.unread if not _inside(p, audited)],
     )
+
+
+def _audited_paths(checkpoints: list[Any]) -> list[Path]:
+    out = []
+    for audit in checkpoints:
+        try:
+            out.append(Path(str(audit.path)).resolve())
+        except (OSError, RuntimeError):
+            continue
+    return out
+
+
+def _inside(path: Path, roots: list[Path]) -> bool:
+    """Whether ``path`` is one of ``roots`` or lies under one (a checkpoint's file)."""
+    if not roots:
+        return False
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return any(resolved == r or r in resolved.parents for r in roots)
 
 
 def _audit_checkpoints(root: Path, problems: list[Problem]) -> list[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from autopsy.model.run import Run
@@ -51,4 +52,26 @@ def run_summary(run: Run) -> dict[str, Any]:
         "config": run.config.to_dict(),
         "points": len(run.scalars),
         "events": len(run.events),
+        "checkpoints": checkpoint_rows(run),
     }
+
+
+def checkpoint_rows(run: Run) -> list[dict[str, Any]]:
+    """The checkpoints audited for the run (oldest first): path relative to the run,
+    layout, step, whether a resume from it is exact, and what it would lose."""
+    rows = []
+    for audit in run.checkpoints:
+        path = Path(str(getattr(audit, "path", "")))
+        try:
+            shown = path.resolve().relative_to(run.root.resolve()).as_posix()
+        except (ValueError, OSError):
+            shown = path.as_posix()
+        losses = getattr(audit, "losses", None)
+        rows.append({
+            "path": shown,
+            "layout": getattr(audit, "layout", None),
+            "step": getattr(audit, "step", None),
+            "resumable": bool(getattr(audit, "resumable", False)),
+            "losses": list(losses()) if callable(losses) else [],
+        })
+    return rows

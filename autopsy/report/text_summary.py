@@ -67,6 +67,17 @@ def render_summary(run: Run, verdict: Verdict | None, out: IO[str]) -> None:
             cfg.add_row(key, _fmt_value(entry["value"]), entry["source"])
         console.print(cfg)
 
+    if summary["checkpoints"]:
+        ckpts = Table(title="Checkpoints (audited, metadata only)", title_justify="left",
+                      show_edge=False)
+        for col in ("checkpoint", "layout", "step", "resume"):
+            ckpts.add_column(col, justify="right" if col == "step" else "left")
+        for c in summary["checkpoints"][-MAX_ROWS:]:
+            resume = "exact" if c["resumable"] else "loses " + ", ".join(c["losses"] or ["?"])
+            ckpts.add_row(c["path"], str(c["layout"]), "" if c["step"] is None else str(c["step"]),
+                          resume)
+        console.print(ckpts)
+
     if summary["unread"]:
         shown = ", ".join(summary["unread"][:8])
         more = len(summary["unread"]) - 8

@@ -1,0 +1,22 @@
+"""The checkpoints of a run in ``autopsy analyze``: audited, summarised, not "unread"."""
+
+from __future__ import annotations
+
+from repo_paths import SAMPLE_RUNS
+
+from autopsy.api import load_run
+from autopsy.report.summary import run_summary
+
+
+def test_a_run_lists_its_audited_checkpoints_and_what_a_resume_would_lose() -> None:
+    run = load_run(SAMPLE_RUNS / "ckpt_hf_optimizer_missing")
+    rows = run_summary(run)["checkpoints"]
+    assert [r["path"] for r in rows] == ["checkpoint-4", "checkpoint-8"]
+    assert [r["resumable"] for r in rows] == [True, False]
+    assert rows[-1]["losses"] == ["optimizer (missing)"] and rows[-1]["step"] == 8
+    assert not [u for u in run.unread if u.startswith("checkpoint-")]
+
+
+def test_a_run_without_checkpoints_has_none() -> None:
+    run = load_run(SAMPLE_RUNS / "nan_bad_batch")
+    assert run_summary(run)["checkpoints"] == []
