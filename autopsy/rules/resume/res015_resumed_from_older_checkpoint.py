@@ -14,10 +14,9 @@ from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 from autopsy.rules.resume._audits import audits, check_findings, name
 from autopsy.rules.resume._boundary import resumes
+from autopsy.rules.resume.res002_torn_checkpoint import INTEGRITY_CHECKS
 from autopsy.signals.resume import Boundary, new_side
 
-#: The audit checks that mean damaged files (as RES002 counts them).
-DAMAGE_CHECKS = frozenset({"CKPT007", "CKPT020", "CKPT021"})
 _STEP_IN_PATH = re.compile(r"(?:checkpoint|step|global_step|iter)[=_-]?(\d+)", re.IGNORECASE)
 
 
@@ -36,7 +35,7 @@ def _from_audits(run: Run, b: Boundary, src: int, new_last: int) -> list[Newer]:
     for a in audits(run):
         if a.step is None or not src < a.step <= b.previous_last:
             continue
-        torn = bool(check_findings(a, DAMAGE_CHECKS))
+        torn = bool(check_findings(a, INTEGRITY_CHECKS))  # damaged, as RES002 counts it
         if torn:
             out.append(Newer(a.step, name(run, a), True, "damaged (see RES002)"))
         elif new_last < a.step:
