@@ -147,13 +147,23 @@ def step_walls(run: Run) -> pd.DataFrame:
     source = df["source"]
     if not isinstance(source.dtype, pd.CategoricalDtype):
         source = source.astype("category")
-    sub = pd.DataFrame({
-        "rank": df["rank"].to_numpy(dtype="float64", na_value=-1.0)[keep].astype(np.int64),
+    cols = {
+        "rank": df["rank"].to_numpy(dtype="int64", na_value=-1)[keep],
         "segment": df["segment"].to_numpy()[keep],
         "step": df["step"].to_numpy(dtype="int64")[keep],
         "wall_time": df["wall_time"].to_numpy(dtype="float64")[keep],
         "source": source.cat.codes.to_numpy()[keep],
-    })
+    }
+    # The points of one log line (loss, lr, grad_norm... of one step) are adjacent and
+    # carry the same stamp: keep one, so the frames below are a few times smaller.
+    same = np.ones(len(cols["step"]) - 1, dtype=bool)
+    for values in cols.values():
+        same &= values[1:] == values[:-1]
+    if same.any():
+        first = np.ones(len(cols["step"]), dtype=bool)
+        first[1:] = ~same
+        cols = {k: v[first] for k, v in cols.items()}
+    sub = pd.DataFrame(cols)
     key = ["rank", "segment", "source"]
     counts = sub.groupby(key, sort=True).size().reset_index(name="n")
     best = counts.sort_values(["rank", "segment", "n"], ascending=[True, True, False],

@@ -2,7 +2,7 @@
 
 The rank logs of a long job on many ranks can hold more metric lines than fit in
 memory (100 GB of logs at one metric line in a hundred is about 30 million
-points). The reader keeps at most :func:`max_points` points (1,000,000 unless
+points). The reader keeps at most :func:`max_points` points (750,000 unless
 ``AUTOPSY_MAX_POINTS`` says otherwise); below the budget every point is kept, as
 the run model promises.
 
@@ -33,7 +33,7 @@ import numpy as np
 #: Environment variable overriding the point budget.
 ENV = "AUTOPSY_MAX_POINTS"
 #: Points kept in memory (all files together) unless :data:`ENV` says otherwise.
-DEFAULT_MAX_POINTS = 1_000_000
+DEFAULT_MAX_POINTS = 750_000
 #: The smallest budget accepted (a lower one would thin small runs for nothing).
 MIN_POINTS = 10_000
 #: Consecutive points of a series one thinning pass reduces to their min and max.
