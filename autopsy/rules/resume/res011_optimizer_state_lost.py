@@ -74,7 +74,7 @@ def optimizer_state_lost(run: Run, ctx: RuleContext) -> Finding | None:
         evidence = [Evidence(
             f"steps {lj.steps[0]}-{lj.steps[1]}: loss {lj.after:.4g} after the restart vs "
             f"{lj.reference:.4g} ({ref}): {lj.ratio:.3g}x, {lj.score:.0f}x the noise; "
-            f"{max(lj.left, 0.0):.0%} of the excess left {lj.steps[1] - lj.steps[0]} steps on",
+            f"{lj.steps[1] - lj.steps[0]} steps on, {max(lj.left, 0.0):.0%} of the excess left",
             tag="loss", steps=lj.steps,
             numbers={"resume_step": b.resume_step, "loss_before": lj.reference,
                      "loss_after": lj.after, "ratio": lj.ratio, "score": lj.score,
