@@ -130,6 +130,27 @@ def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) ->
     )
 
 
+#: ``autopsy analyze`` also scans the checkpoints' tensors for NaN/Inf (as ``autopsy ckpt
+#: --scan-values`` does) when they hold at most this many bytes together (~0.1 s of reading).
+ANALYZE_SCAN_BYTES = 256 << 20
+
+
+def _checkpoint_bytes(refs: list[Any], limit: int = ANALYZE_SCAN_BYTES) -> int:
+    """The bytes of the checkpoints' files, counted up to just past ``limit``."""
+    total = 0
+    for ref in refs:
+        path = Path(ref.path)
+        files = [path] if path.is_file() else (f for f in path.rglob("*") if f.is_file())
+        for f in files:
+            try:
+                total += f.stat().st_size
+            except OSError:
+                continue
+            if total > limit:
+                return total
+    return total
+
+
 def _audited_paths(checkpoints: list[Any]) -> list[Path]:
     out = []
     for audit in checkpoints:
@@ -156,7 +177,8 @@ def _audit_checkpoints(root: Path, problems: list[Problem]) -> list[Any]:
 
     From the one a resume would pick back to the newest resumable one (older ones are
     not read, so a run with many large checkpoints stays cheap); oldest first, the last
-    is the one a resume would pick. The root of an HF output dir
+    is the one a resume would pick. Tensor values are scanned for NaN/Inf too when the
+    checkpoints hold at most :data:`ANALYZE_SCAN_BYTES`. The root of an HF output dir
     that holds only the final ``save_model`` (no ``checkpoint-N/``) and weights-only
     files (model exports) are not checkpoints a resume uses, and are left out. A
     failure of the audit is a problem, never a crash.
@@ -164,11 +186,12 @@ def _audit_checkpoints(root: Path, problems: list[Problem]) -> list[Any]:
     if not root.is_dir():
         return []
     from autopsy.ckpt.audit import audit_path
-    from autopsy.ckpt.layouts import Layout
+    from autopsy.ckpt.layouts import Layout, find_checkpoints
     from autopsy.errors import NothingReadable
 
     try:
-        report = audit_path(root, stop_at_resumable=True)
+        scan = _checkpoint_bytes(find_checkpoints(root)) <= ANALYZE_SCAN_BYTES
+        report = audit_path(root, stop_at_resumable=True, scan_values=scan)
     except NothingReadable:
         return []
     except Exception as exc:  # the audit must degrade the report, never crash it

@@ -20,3 +20,20 @@ def test_a_run_lists_its_audited_checkpoints_and_what_a_resume_would_lose() -> N
 def test_a_run_without_checkpoints_has_none() -> None:
     run = load_run(SAMPLE_RUNS / "nan_bad_batch")
     assert run_summary(run)["checkpoints"] == []
+
+
+def test_small_checkpoints_are_value_scanned_in_analyze() -> None:
+    """``ckpt_hf_nan_moments``: a NaN in exp_avg_sq shows only in the values."""
+    from autopsy.api import diagnose
+
+    verdict = diagnose(load_run(SAMPLE_RUNS / "ckpt_hf_nan_moments")).verdict
+    assert (verdict.family.value, verdict.cause, verdict.code) == (
+        "resume", "nonfinite_state", "RES001")
+
+
+def test_large_checkpoints_are_not_value_scanned(monkeypatch) -> None:
+    from autopsy import api
+
+    monkeypatch.setattr(api, "ANALYZE_SCAN_BYTES", 1024)
+    verdict = api.diagnose(load_run(SAMPLE_RUNS / "ckpt_hf_nan_moments")).verdict
+    assert verdict.cause != "nonfinite_state"

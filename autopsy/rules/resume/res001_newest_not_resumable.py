@@ -26,7 +26,8 @@ RANKED_CHECKS = frozenset({"CKPT005"})
     family=Family.RESUME,
     requires=("run:checkpoints",),
     causes=("missing_optimizer_state", "scheduler_not_restored", "grad_scaler_not_restored",
-            "rng_not_restored", "sampler_not_restored", "torn_checkpoint", "unsafe_pickle"),
+            "rng_not_restored", "sampler_not_restored", "torn_checkpoint", "unsafe_pickle",
+            "nonfinite_state"),
 )
 def newest_not_resumable(run: Run, ctx: RuleContext) -> Finding | None:
     """The newest checkpoint cannot resume the run exactly.
@@ -37,6 +38,9 @@ def newest_not_resumable(run: Run, ctx: RuleContext) -> Finding | None:
         component an exact resume needs, or has one that is corrupt, unsafe or
         inconsistent with the rest (see `autopsy ckpt` and its CKPT checks). The
         finding names the components and the newest checkpoint that is resumable.
+        Checkpoints of at most 256 MiB in all are also scanned for NaN/Inf values
+        (cause ``nonfinite_state``: a NaN ``exp_avg_sq`` makes every resume NaN);
+        larger ones only with ``autopsy ckpt --scan-values``.
 
     Why it happens:
         The save was interrupted (the process died or the disk filled while
@@ -71,7 +75,13 @@ def newest_not_resumable(run: Run, ctx: RuleContext) -> Finding | None:
         lost = ", ".join(f.code for f in errors)
     else:
         first = comps[0]
-        cause = "unsafe_pickle" if first.status.value == "unsafe" else CAUSE_OF[first.name]
+        if first.status.value == "unsafe":
+            cause = "unsafe_pickle"
+        elif first.status.value == "corrupt" and any(f.code == "CKPT031"
+                                                     for f in audit.findings):
+            cause = "nonfinite_state"  # NaN/Inf values, found by the value scan
+        else:
+            cause = CAUSE_OF[first.name]
         lost = ", ".join(f"{c.name} ({c.status.value})" for c in comps)
     best = newest_resumable(run)
     where = name(run, audit)
