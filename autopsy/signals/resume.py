@@ -108,15 +108,34 @@ def _file_boundaries(run: Run) -> list[Boundary]:
 
 
 def boundaries(run: Run) -> list[Boundary]:
-    """The run's restarts (empty for a run of one launch): between consecutive segments, then
-    between event files that continue each other inside a segment; by resume step."""
+    """The run's restarts (empty for a run of one launch): between consecutive segments (a
+    segment that only disagreeing ``trainer_state.json`` copies make is none), then between
+    event files that continue each other inside a segment."""
     segs = sorted(run.segments(), key=lambda s: s["segment"])
+    timed = _timed_segments(run) if len(segs) > 1 else set()
     found = [
         Boundary(previous=a["segment"], segment=b["segment"], resume_step=b["first_step"],
                  previous_first=a["first_step"], previous_last=a["last_step"])
-        for a, b in itertools.pairwise(segs)
+        for a, b in itertools.pairwise(segs) if b["segment"] in timed
     ]
     return found + sorted(_file_boundaries(run), key=lambda b: (b.segment, b.resume_step))
+
+
+#: Sources whose segments are numbered by completeness, not by time (see docs/readers.md).
+UNORDERED_SOURCES = ("trainer_state.json",)
+
+
+def _timed_segments(run: Run) -> set[int]:
+    """Segments that some time-ordered source (an event file, a log) contributes to.
+
+    Copies of ``trainer_state.json`` that disagree become segments numbered by
+    completeness, since the files do not say which attempt came first: such a segment
+    alone says nothing about what came before what, and makes no boundary.
+    """
+    names, codes = _source_codes(run)
+    ordered = [i for i, n in enumerate(names) if not n.endswith(UNORDERED_SOURCES)]
+    seg = run.scalars["segment"].to_numpy()
+    return {int(x) for x in np.unique(seg[np.isin(codes, ordered)])}
 
 
 def sides(run: Run, b: Boundary, tag: str) -> tuple[pd.Series, pd.Series]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,8 +31,6 @@ def _wiggles(n: int, seed: int) -> np.ndarray:
 
 
 def test_boundaries_pair_consecutive_segments() -> None:
-    from pathlib import Path
-
     frames = [make_scalars([1, 2, 3, 4, 5], "loss", [1.0] * 5, segment=0),
               make_scalars([4, 5, 6], "loss", [1.0] * 3, segment=1),
               make_scalars([1, 2], "loss", [1.0] * 2, segment=2)]
@@ -121,8 +120,6 @@ def _file(steps: range, t0: float, source: str, tag: str = "loss") -> pd.DataFra
 
 
 def test_event_files_that_continue_each_other_are_a_boundary() -> None:
-    from pathlib import Path
-
     frames = [_file(range(1, 31), 0.0, "runs/a/events.out.tfevents.1"),
               _file(range(31, 61), 500.0, "runs/b/events.out.tfevents.2")]
     run = Run(root=Path("x"), scalars=concat_scalars(frames), events=empty_events())
@@ -134,9 +131,16 @@ def test_event_files_that_continue_each_other_are_a_boundary() -> None:
 
 
 def test_files_written_at_the_same_time_are_no_boundary() -> None:
-    from pathlib import Path
-
     frames = [_file(range(1, 61), 0.0, "runs/train/events.out.tfevents.1"),
               _file(range(10, 61, 10), 5.0, "runs/eval/events.out.tfevents.1", "eval_loss")]
+    run = Run(root=Path("x"), scalars=concat_scalars(frames), events=empty_events())
+    assert boundaries(run) == []
+
+
+def test_segments_only_trainer_state_copies_make_are_no_boundary() -> None:
+    frames = [make_scalars(range(1, 41), "loss", [1.0] * 40, segment=0,
+                           source="trainer_state.json"),
+              make_scalars(range(21, 31), "loss", [2.0] * 10, segment=1,
+                           source="checkpoint-30/trainer_state.json")]
     run = Run(root=Path("x"), scalars=concat_scalars(frames), events=empty_events())
     assert boundaries(run) == []
