@@ -13,9 +13,12 @@ from dataclasses import dataclass
 from autopsy.ckpt.components import CheckpointAudit, Component, Status
 from autopsy.model.finding import Evidence
 from autopsy.model.run import Run
+from autopsy.rules.context import RuleContext
 from autopsy.rules.resume._audits import audits, name
 from autopsy.signals.resume import Boundary, boundaries
 
+#: The key of the run's boundaries in ``RuleContext.shared``.
+SHARED_KEY = "resume.boundaries"
 #: A step counter that restarts within this fraction of the previous segment's span is a reset.
 RESET_FRACTION = 0.05
 #: ... when the previous segment covered at least this many steps.
@@ -29,9 +32,19 @@ def is_reset(b: Boundary) -> bool:
             and b.resume_step - b.previous_first <= RESET_FRACTION * span)
 
 
-def resumes(run: Run) -> list[Boundary]:
+def run_boundaries(run: Run, ctx: RuleContext | None = None) -> list[Boundary]:
+    """The run's restarts, computed once per engine run (kept in ``ctx.shared``)."""
+    if ctx is None:
+        return boundaries(run)
+    found = ctx.shared.get(SHARED_KEY)
+    if found is None:
+        found = ctx.shared[SHARED_KEY] = boundaries(run)
+    return list(found)
+
+
+def resumes(run: Run, ctx: RuleContext | None = None) -> list[Boundary]:
     """The run's restarts that continued the step counter (a reset is RES013's)."""
-    return [b for b in boundaries(run) if not is_reset(b)]
+    return [b for b in run_boundaries(run, ctx) if not is_reset(b)]
 
 
 def segment_of_sources(run: Run) -> dict[str, int]:

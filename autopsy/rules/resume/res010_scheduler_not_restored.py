@@ -73,7 +73,7 @@ def scheduler_not_restored(run: Run, ctx: RuleContext) -> Finding | None:
         boundary and is not reported, nor is an LR changed on purpose at the
         relaunch (the two launches logged different configured learning rates).
     """
-    for b in resumes(run):
+    for b in resumes(run, ctx):
         prev, new = sides(run, b, "learning_rate")
         br = lr_break(prev, new, b.resume_step)
         if br is None:

@@ -54,7 +54,7 @@ def optimizer_state_lost(run: Run, ctx: RuleContext) -> Finding | None:
         status, when audited. A jump that comes with an LR jump at the same
         restart is reported with lower confidence (the LR may explain it).
     """
-    for b in resumes(run):
+    for b in resumes(run, ctx):
         prev, new = sides(run, b, "loss")
         lj = loss_jump(prev, new, b.resume_step, window=int(ctx["window"]))
         if lj is None or lj.ratio < float(ctx["min_ratio"]) or lj.score < float(ctx["min_score"]):

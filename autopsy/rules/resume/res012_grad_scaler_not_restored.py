@@ -71,7 +71,7 @@ def grad_scaler_not_restored(run: Run, ctx: RuleContext) -> Finding | None:
         checkpoint's grad_scaler component and its status, when audited.
     """
     init, init_from = initial_scale(run)
-    for b in resumes(run):
+    for b in resumes(run, ctx):
         prev, new = sides(run, b, "loss_scale")
         before = value_at(prev, b.resume_step)
         nx, ny = finite_xy(new)

@@ -10,9 +10,15 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.resume._boundary import confidence, is_reset, part_check, restored_note
+from autopsy.rules.resume._boundary import (
+    confidence,
+    is_reset,
+    part_check,
+    restored_note,
+    run_boundaries,
+)
 from autopsy.signals._common import finite_xy
-from autopsy.signals.resume import Boundary, boundaries, pattern_repeat, sides, value_at
+from autopsy.signals.resume import Boundary, pattern_repeat, sides, value_at
 
 ADVICE_DATA = ("save the data position with every checkpoint (the sampler's epoch and the "
                "batches consumed, or a StatefulDataLoader state_dict; HF Trainer: keep "
@@ -155,7 +161,7 @@ def data_position_lost(run: Run, ctx: RuleContext) -> Finding | None:
         after; the correlation of the loss patterns; the losses around a reset;
         the checkpoint's data_position component and its status, when audited.
     """
-    for b in boundaries(run):
+    for b in run_boundaries(run, ctx):
         if b.source is None and is_reset(b):
             if run.has("loss"):
                 return _reset(run, ctx, b)

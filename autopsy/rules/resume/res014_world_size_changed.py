@@ -6,8 +6,12 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.resume._boundary import part_check, segment_of_sources, source_checkpoint
-from autopsy.signals.resume import boundaries
+from autopsy.rules.resume._boundary import (
+    part_check,
+    run_boundaries,
+    segment_of_sources,
+    source_checkpoint,
+)
 
 
 def _int(value: object) -> int | None:
@@ -83,7 +87,7 @@ def world_size_changed(run: Run, ctx: RuleContext) -> Finding | None:
         intended, but the resume was not exact.
     """
     sizes = world_sizes(run)
-    for b in boundaries(run):
+    for b in run_boundaries(run, ctx):
         ckpt = source_checkpoint(run, b)
         before = sizes.get(b.previous)
         after = sizes.get(b.segment)

@@ -102,7 +102,7 @@ def resumed_from_older_checkpoint(run: Run, ctx: RuleContext) -> Finding | None:
         how it is known and whether it is damaged; the steps lost. A warning:
         the run went on correctly, at the cost of those steps.
     """
-    for b in resumes(run):
+    for b in resumes(run, ctx):
         src = b.resume_step - 1
         resumed_at, new_last = new_side(run, b)
         newer = _from_audits(run, b, src, new_last) + _from_events(run, b, src, resumed_at)
