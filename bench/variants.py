@@ -126,6 +126,19 @@ VARIANTS: dict[str, tuple[Params, ...]] = {
         Params(seed=1, rank=2, steps=14),
         Params(seed=2, rank=3, steps=25),
     ),
+    # The slow runs: other seeds, lengths, save intervals.
+    "slow_dataloader_starved": (
+        Params(seed=1),
+        Params(seed=2, steps=80),
+    ),
+    "slow_periodic_checkpoint_stalls": (
+        Params(seed=1),
+        Params(seed=3, event_step=25),
+    ),
+    "slow_rank_straggler_4ranks": (
+        Params(seed=1),
+        Params(seed=2, steps=80),
+    ),
 }
 
 
