@@ -32,6 +32,7 @@ from autopsy.formats.tfrecord import looks_like_event_file
 from autopsy.model.config import ConfigValue
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
+from autopsy.readers.progress import report
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -216,6 +217,13 @@ def _segments(step: np.ndarray, code: np.ndarray, file_no: np.ndarray | None) ->
     return np.cumsum(marks)
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def read_group(paths: list[Path], rels: list[str]) -> RunPart:
     """Read all event files of one run root into one :class:`RunPart`.
 
@@ -230,7 +238,15 @@ def read_group(paths: list[Path], rels: list[str]) -> RunPart:
     if len(paths) != len(rels):
         raise ValueError("paths and rels must have the same length")
     part = RunPart()
-    files = [f for f in (_load(Path(p), r, part) for p, r in zip(paths, rels, strict=True)) if f]
+    sizes = [_size(Path(p)) for p in paths]
+    total, done = sum(sizes), 0
+    files = []
+    for p, r, size in zip(paths, rels, sizes, strict=True):
+        loaded = _load(Path(p), r, part)
+        done += size
+        report("reading event files", done, total)
+        if loaded:
+            files.append(loaded)
     all_tags: dict[str, int] = {}
     for f in files:
         for t in f.data.tags:

@@ -19,6 +19,7 @@ from autopsy.model.events import EVENT_COLUMNS, empty_events
 from autopsy.model.problem import Problem
 from autopsy.model.scalars import empty_scalars, make_scalars
 from autopsy.readers.base import RunPart
+from autopsy.readers.progress import report
 from autopsy.readers.ranklogs.budget import ENV, max_points, thin_columns
 from autopsy.readers.ranklogs.lines import looks_like_text, read_head
 from autopsy.readers.ranklogs.scan import NO_RANK, FileResult, ScalarColumns, scan_file
@@ -79,7 +80,11 @@ def read_group(paths: list[Path], rels: list[str]) -> RunPart:
     gather = _Gather(max_points())
     rows: list[Any] = []
     problems: list[Problem] = []
-    for result in _scan_all(paths, rels):
+    sizes = [_size(p) for p in paths]
+    total, done = sum(sizes), 0
+    for i, result in enumerate(_scan_all(paths, rels)):
+        done += sizes[i]
+        report("reading rank logs", done, total)
         gather.add(result)
         rows.extend(result.events)
         problems.extend(result.problems)
@@ -87,14 +92,15 @@ def read_group(paths: list[Path], rels: list[str]) -> RunPart:
     return RunPart(scalars=gather.frame(), events=_events(rows), problems=problems)
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _total_size(paths: list[Path]) -> int:
-    total = 0
-    for p in paths:
-        try:
-            total += p.stat().st_size
-        except OSError:
-            pass
-    return total
+    return sum(_size(p) for p in paths)
 
 
 def _scan_all(paths: list[Path], rels: list[str]) -> Iterator[FileResult]:
