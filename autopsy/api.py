@@ -117,8 +117,7 @@ def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) ->
         leader_sources=[s.path for s in sources if s.reader == "tensorboard"],
     )
     checkpoints = _audit_checkpoints(root, problems) if len(starts) == 1 else []
-    audited = _audited_paths(checkpoints)
-    return Run(
+    run = Run(
         root=root,
         scalars=scalars,
         events=events,
@@ -126,8 +125,50 @@ def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) ->
         checkpoints=checkpoints,
         problems=problems,
         sources=sorted(sources, key=lambda s: s.path),
-        unread=[found.rel(p) for p in found.unread if not _inside(p, audited)],
+        unread=[],
     )
+    if checkpoints:
+        _audit_resume_sources(run)
+    audited = _audited_paths(run.checkpoints)
+    run.unread = [found.rel(p) for p in found.unread if not _inside(p, audited)]
+    return run
+
+
+def _audit_resume_sources(run: Run) -> None:
+    """Also audit the checkpoint each restart of the run resumed from (the newest one
+    saved before the resume step), so the resume rules can say what it lacked; the
+    audit of the newest checkpoints stops at the newest resumable one and may not
+    reach it. Inserted in step order before the picked checkpoint (kept last)."""
+    from autopsy.ckpt.audit import audit_one
+    from autopsy.ckpt.layouts import find_checkpoints
+    from autopsy.signals.resume import boundaries
+
+    try:
+        steps = sorted({b.resume_step for b in boundaries(run)})
+        if not steps:
+            return
+        refs = [r for r in find_checkpoints(run.root) if r.step is not None]
+        have = {str(Path(str(a.path)).resolve()) for a in run.checkpoints}
+        extra = []
+        for step in steps:
+            before = [r for r in refs if r.step < step]
+            if not before:
+                continue
+            ref = max(before, key=lambda r: r.order)
+            if str(ref.path.resolve()) in have:
+                continue
+            have.add(str(ref.path.resolve()))
+            audit = audit_one(ref)
+            if not audit.weights_only:
+                extra.append(audit)
+    except Exception as exc:  # the audit must degrade the report, never crash it
+        run.problems.append(Problem(".", f"checkpoint audit failed: {type(exc).__name__}: "
+                                         f"{exc}", kind="reader_error"))
+        return
+    if extra:
+        *older, picked = run.checkpoints
+        older = sorted([*older, *extra], key=lambda a: (a.step is None, a.step or 0))
+        run.checkpoints = [*older, picked]
 
 
 #: ``autopsy analyze`` also scans the checkpoints' tensors for NaN/Inf (as ``autopsy ckpt

@@ -37,3 +37,11 @@ def test_large_checkpoints_are_not_value_scanned(monkeypatch) -> None:
     monkeypatch.setattr(api, "ANALYZE_SCAN_BYTES", 1024)
     verdict = api.diagnose(load_run(SAMPLE_RUNS / "ckpt_hf_nan_moments")).verdict
     assert verdict.cause != "nonfinite_state"
+
+
+def test_the_checkpoint_a_restart_resumed_from_is_audited_too() -> None:
+    """``resume_data_position_lost`` resumed at step 61 from ``ckpt_step_60.pt``; the newest
+    (``ckpt_step_120.pt``) is resumable, so the audit of the newest alone stops there."""
+    run = load_run(SAMPLE_RUNS / "resume_data_position_lost")
+    names = [r["path"] for r in run_summary(run)["checkpoints"]]
+    assert names == ["ckpt_step_60.pt", "ckpt_step_120.pt"]  # oldest first, picked last
