@@ -139,6 +139,10 @@ VARIANTS: dict[str, tuple[Params, ...]] = {
         Params(seed=1),
         Params(seed=2, steps=80),
     ),
+    # The two-launch resume runs: other seeds.
+    **{name: (Params(seed=1), Params(seed=2)) for name in (
+        "resume_scheduler_not_restored", "resume_optimizer_lost", "resume_grad_scaler_lost",
+        "resume_data_position_lost", "resume_hf_scheduler_missing")},
 }
 
 

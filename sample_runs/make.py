@@ -1897,6 +1897,16 @@ error), `timed_out_ranks`, `connection_closed_ranks`, `sigterm_ranks` and
 `torchelastic_root_cause_rank` (torchelastic's "Root Cause", which often names a victim). Each
 takes 15-30 s (the failing ones wait for the 15 s timeout).
 
+More runs come from modules beside `make.py` (each registers a `SPECS` tuple): the
+`ckpt_*` runs ([`checkpoints.py`](checkpoints.py)) are real HF Trainer, accelerate, plain
+`torch.save`, DCP, and DeepSpeed/Lightning-layout checkpoints, good or with one defect planted
+(a file removed, cut short, a NaN in the Adam moments, a hostile pickle...), labelled with what
+`autopsy ckpt` should say per component; the `slow_*` runs ([`slowruns.py`](slowruns.py)) are a
+starved DataLoader, checkpoint saves that stall, and a 4-rank job with one slow rank; the
+`resume_*` runs ([`resumeruns.py`](resumeruns.py)) are two launches into the same TensorBoard
+folder, the second resuming from a checkpoint that lacked a part (scheduler, optimizer, grad
+scaler, data position), labelled from the first launch's pre-crash tail.
+
 Choices: spikes that recover are a warning, not a failure, so `loss_spikes_recover` is labelled
 `healthy` with `"warnings": ["loss-spikes"]`; `resumed_after_stop` is `healthy` (its crash was
 resumed from; the crash is in the label's `crash`); the NaN runs accept `lr_too_high`,
