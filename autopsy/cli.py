@@ -50,6 +50,10 @@ def library_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+#: The formats of the report commands (analyze, ranks, ckpt).
+REPORT_FORMATS: tuple[str, ...] = ("text", "json", "markdown", "html")
+
+
 def _format_from(fmt: str | None, output: str | None, allowed: tuple[str, ...],
                  default: str) -> str:
     if fmt:
@@ -135,8 +139,9 @@ def rule_options(func: F) -> F:
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=exitcodes.HELP_TEXT)
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default=None,
-              help="Output format (default: text, or from the -o extension).")
+@click.option("--format", "fmt", type=click.Choice(list(REPORT_FORMATS)), default=None,
+              help="Output format (default: text, or from the -o extension: .json, .md, "
+                   ".html).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the report to this file instead of stdout.")
 @click.option("-v", "--verbose", is_flag=True,
@@ -162,7 +167,7 @@ def analyze(run_dir: Path, fmt: str | None, output: str | None, verbose: bool,
     """
     from autopsy.api import diagnose, is_empty, load_run, load_settings
 
-    fmt = _format_from(fmt, output, ("text", "json"), "text")
+    fmt = _format_from(fmt, output, REPORT_FORMATS, "text")
     settings = load_settings(sets=sets, select=select, ignore=ignore, config=config)
     run = load_run(run_dir)
     if is_empty(run):
@@ -171,12 +176,15 @@ def analyze(run_dir: Path, fmt: str | None, output: str | None, verbose: bool,
         _fail(f"nothing readable in {run_dir}: {found} file(s) found, none gave data"
               + (f" ({why})" if why else ""))
     diagnosis = diagnose(run, settings)
-    _emit(output, lambda out: _render_analyze(run, diagnosis, fmt, out, verbose))
+    _emit(output, lambda out: _render_analyze(run, diagnosis, fmt, out, verbose, output))
     sys.exit(exitcodes.for_family(diagnosis.verdict.family.value))
 
 
-def _render_analyze(run: Any, diagnosis: Any, fmt: str, out: Any, verbose: bool) -> None:
-    if fmt == "json":
+def _render_analyze(run: Any, diagnosis: Any, fmt: str, out: Any, verbose: bool,
+                    output: str | None = None, rank_status: Any = None) -> None:
+    if fmt in ("html", "markdown"):
+        _render_rich_report(run, diagnosis, fmt, out, output, rank_status)
+    elif fmt == "json":
         from autopsy.report.json_report import analyze_report, dumps
 
         out.write(dumps(analyze_report(run, diagnosis.verdict, diagnosis.findings,
@@ -187,10 +195,25 @@ def _render_analyze(run: Any, diagnosis: Any, fmt: str, out: Any, verbose: bool)
         render_analysis(run, diagnosis, out, verbose=verbose)
 
 
+def _render_rich_report(run: Any, diagnosis: Any, fmt: str, out: Any, output: str | None,
+                        rank_status: Any = None) -> None:
+    """The HTML or Markdown report (plots beside a Markdown file, none on stdout)."""
+    if fmt == "html":
+        from autopsy.report.html_report import render_analysis_html
+
+        render_analysis_html(run, diagnosis, out, rank_status=rank_status)
+    else:
+        from autopsy.report.markdown_report import render_analysis_markdown
+
+        render_analysis_markdown(run, diagnosis, out, rank_status=rank_status,
+                                 output=Path(output) if output else None)
+
+
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=exitcodes.HELP_TEXT)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default=None,
-              help="Output format (default: text, or from the -o extension).")
+@click.option("--format", "fmt", type=click.Choice(list(REPORT_FORMATS)), default=None,
+              help="Output format (default: text, or from the -o extension: .json, .md, "
+                   ".html).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the report to this file instead of stdout.")
 @click.option("-v", "--verbose", is_flag=True,
@@ -217,7 +240,7 @@ def ranks(paths: tuple[Path, ...], fmt: str | None, output: str | None, verbose:
     from autopsy.api import diagnose, is_empty, load_run, load_settings
     from autopsy.signals.ranks import rank_status
 
-    fmt = _format_from(fmt, output, ("text", "json"), "text")
+    fmt = _format_from(fmt, output, REPORT_FORMATS, "text")
     settings = load_settings(sets=sets, select=select, ignore=ignore, config=config)
     run = load_run(list(paths))
     if is_empty(run):
@@ -227,7 +250,9 @@ def ranks(paths: tuple[Path, ...], fmt: str | None, output: str | None, verbose:
     status = rank_status(run)
 
     def render(out: Any) -> None:
-        if fmt == "json":
+        if fmt in ("html", "markdown"):
+            _render_rich_report(run, diagnosis, fmt, out, output, status)
+        elif fmt == "json":
             from autopsy.report.json_report import analyze_report, dumps, rank_rows
 
             report = analyze_report(run, diagnosis.verdict, diagnosis.findings,
@@ -272,8 +297,9 @@ CKPT_EPILOG = ("Exit codes: 0 the picked checkpoint is resumable (an exact resum
 @click.option("--scan-values", is_flag=True,
               help="Also read every weight and optimizer-moment tensor and check it for "
                    "NaN/Inf (streams the bytes; slower).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default=None,
-              help="Output format (default: text, or from the -o extension).")
+@click.option("--format", "fmt", type=click.Choice(list(REPORT_FORMATS)), default=None,
+              help="Output format (default: text, or from the -o extension: .json, .md, "
+                   ".html).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the report to this file instead of stdout.")
 @click.option("-v", "--verbose", is_flag=True,
@@ -304,7 +330,7 @@ def ckpt(path: Path, world_size: int | None, scan_values: bool, fmt: str | None,
     # the audit itself, not autopsy.api: api.py imports the readers, which import pandas
     from autopsy.ckpt.audit import audit_path
 
-    fmt = _format_from(fmt, output, ("text", "json"), "text")
+    fmt = _format_from(fmt, output, REPORT_FORMATS, "text")
     progress = _scan_progress() if scan_values and sys.stderr.isatty() else None
     try:
         report = audit_path(path, world_size=world_size, scan_values=scan_values,
@@ -314,7 +340,15 @@ def ckpt(path: Path, world_size: int | None, scan_values: bool, fmt: str | None,
             click.echo("\r\033[K", nl=False, err=True)
 
     def render(out: Any) -> None:
-        if fmt == "json":
+        if fmt == "html":
+            from autopsy.report.ckpt_html import render_ckpt_html
+
+            render_ckpt_html(report, out)
+        elif fmt == "markdown":
+            from autopsy.report.ckpt_html import render_ckpt_markdown
+
+            render_ckpt_markdown(report, out)
+        elif fmt == "json":
             from autopsy.report.ckpt_json import ckpt_report, dumps
 
             out.write(dumps(ckpt_report(report)))

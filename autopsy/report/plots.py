@@ -493,11 +493,17 @@ def _safe_int(value: Any) -> int | None:
 
 #: The run plots, in report order: (file-safe name, title, function).
 RUN_PLOTS: tuple[tuple[str, str, Callable[[Run, Sequence[Finding]], Figure | None]], ...] = (
-    ("loss", "Loss", loss_plot),
-    ("grad_norm", "Gradient norm", grad_norm_plot),
-    ("learning_rate", "Learning-rate schedule", lr_plot),
-    ("loss_scale", "fp16 loss scale and skipped steps", loss_scale_plot),
-    ("step_time", "Step time or throughput", speed_plot),
+    ("loss", "Loss (train and eval). Red line: a finding's first bad step; red triangles: "
+             "NaN/Inf points; circles: steps the evidence names; grey: earlier segments",
+     loss_plot),
+    ("grad_norm", "Gradient norm (log scale when it spans decades). Circles: the spikes the "
+                  "findings name; shaded: their evidence window; dotted: max_grad_norm",
+     grad_norm_plot),
+    ("learning_rate", "Learning rate as logged. Orange: the configured warm-up; dashed: "
+                      "restarts (segment boundaries)", lr_plot),
+    ("loss_scale", "fp16 loss scale (log) and skipped steps", loss_scale_plot),
+    ("step_time", "Step time (data and compute time where logged) or throughput, per rank "
+                  "when several", speed_plot),
 )
 
 
@@ -524,7 +530,9 @@ def render_plots(run: Run, findings: Sequence[Finding],
     out: list[RenderedPlot] = []
     jobs: list[tuple[str, str, Callable[[], Figure | None]]] = []
     if rank_status is not None:
-        jobs.append(("ranks", "Ranks", lambda: rank_timeline_plot(rank_status, findings)))
+        jobs.append(("ranks", "Per rank: the last step logged, coloured by how the rank ended; "
+                     "X: its first error; red label: a culprit rank",
+                     lambda: rank_timeline_plot(rank_status, findings)))
     jobs.extend((name, title, _bind(func, run, findings)) for name, title, func in RUN_PLOTS)
     for name, title, make in jobs:
         try:
