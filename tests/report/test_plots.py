@@ -1,0 +1,182 @@
+"""The report's plots: pure (run, findings) -> Figure, marks taken from the findings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from repo_paths import SAMPLE_RUNS
+
+from autopsy.api import diagnose, load_run
+from autopsy.model.finding import Evidence, Family, Finding, Severity
+from autopsy.report import plots
+from autopsy.rules.engine import Diagnosis
+from autopsy.signals.ranks import rank_status
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def nan_run() -> tuple[object, Diagnosis]:
+    run = load_run(SAMPLE_RUNS / "nan_after_grad_spike")
+    return run, diagnose(run)
+
+
+@pytest.fixture(scope="module")
+def fp16_run() -> tuple[object, Diagnosis]:
+    run = load_run(SAMPLE_RUNS / "fp16_overflow_collapse")
+    return run, diagnose(run)
+
+
+def _vlines_at(fig) -> set[float]:
+    """x positions of the full-height vertical lines (axvline) of a figure's first axes."""
+    ax = fig.axes[0]
+    out = set()
+    for line in ax.get_lines():
+        xs, ys = line.get_xdata(), line.get_ydata()
+        if len(xs) == 2 and xs[0] == xs[1] and list(ys) == [0, 1]:
+            out.add(float(xs[0]))
+    return out
+
+
+def _circled(fig) -> set[float]:
+    """x positions of the hollow circles (the marked evidence points)."""
+    ax = fig.axes[0]
+    return {float(line.get_xdata()[0]) for line in ax.get_lines()
+            if line.get_marker() == "o" and line.get_markerfacecolor() == "none"}
+
+
+def test_decimate_keeps_every_spike_and_bounds_the_points() -> None:
+    x = np.arange(1_000_000, dtype=np.float64)
+    y = np.ones_like(x)
+    spikes = [17, 333_333, 999_998]
+    y[spikes] = [50.0, 80.0, 99.0]
+    y[500_000] = -7.0
+    xd, yd = plots.decimate(x, y, max_points=2000)
+    assert len(xd) <= 2000
+    for s in [*spikes, 500_000]:
+        assert s in set(xd.tolist()), s
+    assert yd.max() == 99.0 and yd.min() == -7.0
+    assert np.all(np.diff(xd) > 0), "points stay in step order"
+
+
+def test_decimate_drops_non_finite_and_leaves_short_lines_alone() -> None:
+    x = np.arange(10, dtype=np.float64)
+    y = np.array([1, 2, np.nan, 4, np.inf, 6, 7, 8, 9, 10], dtype=np.float64)
+    xd, yd = plots.decimate(x, y)
+    assert xd.tolist() == [0, 1, 3, 5, 6, 7, 8, 9]
+    assert np.isfinite(yd).all()
+
+
+def test_loss_plot_marks_the_first_bad_step_and_ticks_nan_points(nan_run) -> None:
+    run, diagnosis = nan_run
+    fig = plots.loss_plot(run, diagnosis.findings)
+    assert fig is not None
+    assert diagnosis.verdict.step == 31
+    assert 31.0 in _vlines_at(fig)
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "loss NaN/Inf (10)" in labels
+
+
+def test_grad_norm_plot_is_log_and_circles_the_spikes_the_evidence_names(nan_run) -> None:
+    run, diagnosis = nan_run
+    fig = plots.grad_norm_plot(run, diagnosis.findings)
+    assert fig is not None
+    assert fig.axes[0].get_yscale() == "log"
+    # NAN001's grad-norm evidence: the spike at step 25, the peak at step 30
+    assert {25.0, 30.0} <= _circled(fig)
+
+
+def test_marks_come_from_the_findings_not_from_the_data(nan_run) -> None:
+    run, _ = nan_run
+    invented = Finding(
+        code="TST001", name="test", family=Family.DIVERGING, cause=None,
+        severity=Severity.ERROR, confidence=1.0, title="t", message="m", step=7,
+        evidence=(Evidence("spike", tag="grad_norm", steps=(6, 8), numbers={"step": 7}),),
+    )
+    fig = plots.grad_norm_plot(run, [invented])
+    assert _circled(fig) == {7.0}
+    assert plots.grad_norm_plot(run, []) is not None
+    assert _circled(plots.grad_norm_plot(run, [])) == set()
+
+
+def test_fp16_run_gets_a_loss_scale_plot_with_skipped_steps(fp16_run) -> None:
+    run, diagnosis = fp16_run
+    fig = plots.loss_scale_plot(run, diagnosis.findings)
+    assert fig is not None
+    labels = [t for ax in fig.axes for t in ax.get_legend_handles_labels()[1]]
+    assert "loss_scale" in labels and "skipped_steps" in labels
+    assert fig.axes[0].get_yscale() == "log"
+
+
+def test_only_the_plots_the_run_has_data_for(nan_run) -> None:
+    run, diagnosis = nan_run
+    assert plots.loss_scale_plot(run, diagnosis.findings) is None  # not an fp16 run
+    assert plots.speed_plot(run, diagnosis.findings) is None  # no step time logged
+    names = [p.name for p in plots.render_plots(run, diagnosis.findings)]
+    assert names == ["loss", "grad_norm", "learning_rate"]
+
+
+def test_restarts_are_lined_and_each_segment_drawn(tmp_path: Path) -> None:
+    run = load_run(SAMPLE_RUNS / "resumed_after_stop")
+    segments = run.segments()
+    assert len(segments) == 2
+    fig = plots.lr_plot(run, [])
+    assert float(segments[1]["first_step"]) in _vlines_at(fig)
+    loss = plots.loss_plot(run, [])
+    labels = loss.axes[0].get_legend_handles_labels()[1]
+    assert "loss (segment 0)" in labels and "loss (segment 1)" in labels
+
+
+def test_step_time_plot_draws_one_line_per_rank() -> None:
+    run = load_run(SAMPLE_RUNS / "slow_rank_straggler_4ranks")
+    fig = plots.speed_plot(run, diagnose(run).findings)
+    assert fig is not None
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert {f"data_time rank {r}" for r in range(4)} <= set(labels)
+
+
+def test_rank_timeline_colours_endings_and_marks_the_culprit() -> None:
+    run = load_run(SAMPLE_RUNS / "ddp_rank_stall_timeout")
+    diagnosis = diagnose(run)
+    status = rank_status(run)
+    fig = plots.rank_timeline_plot(status, diagnosis.findings)
+    assert fig is not None
+    ax = fig.axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert "timed_out" in labels and "silent" in labels and "first error" in labels
+    culprit = diagnosis.verdict.ranks[0]
+    ticks = {t.get_text(): t for t in ax.get_yticklabels()}
+    assert ticks[f"rank {culprit}"].get_fontweight() == "bold"
+    assert ticks["rank 0"].get_fontweight() != "bold"
+
+
+def test_render_plots_gives_pngs_and_clears_the_figures(nan_run) -> None:
+    run, diagnosis = nan_run
+    rendered = plots.render_plots(run, diagnosis.findings)
+    assert rendered
+    for p in rendered:
+        assert p.png.startswith(PNG_MAGIC)
+        assert p.width == 900 and p.height > 100
+    fig = plots.loss_plot(run, diagnosis.findings)
+    plots.to_png(fig)
+    assert fig.axes == []  # cleared once rendered
+
+
+def test_matplotlib_is_lazy_and_pyplot_never_used() -> None:
+    code = (
+        "import sys\n"
+        "import autopsy.report.plots as p, autopsy.report.html_report\n"
+        "assert 'matplotlib' not in sys.modules, 'imported at module load'\n"
+        "from autopsy.api import load_run, diagnose\n"
+        f"run = load_run({str(SAMPLE_RUNS / 'nan_after_grad_spike')!r})\n"
+        "assert p.render_plots(run, diagnose(run).findings)\n"
+        "assert 'matplotlib' in sys.modules\n"
+        "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot keeps global figures'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
