@@ -126,7 +126,7 @@ def verdict_block(verdict: Verdict, findings: Sequence[Finding]) -> Callout:
         body.append(Heading("What to change", level=3))
         body.append(Bullets([[a] for a in top.advice]))
     tone = family_tone(verdict.family)
-    return Callout(headline=[Span("VERDICT: ", tone=tone), Span(headline(verdict), tone=tone)],
+    return Callout(headline=[Span(f"VERDICT: {headline(verdict)}", tone=tone)],
                    body=body, tone=tone)
 
 
