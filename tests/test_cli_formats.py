@@ -1,0 +1,110 @@
+"""`--format html|markdown` and `-o FILE.html/.md` on analyze, ranks and ckpt."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from repo_paths import SAMPLE_RUNS
+
+from autopsy.cli import cli
+
+NAN_RUN = SAMPLE_RUNS / "nan_after_grad_spike"
+DDP_RUN = SAMPLE_RUNS / "ddp_rank_stall_timeout"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.mark.parametrize("command", ["analyze", "ranks", "ckpt"])
+def test_help_lists_the_formats(command: str) -> None:
+    result = invoke(command, "--help")
+    assert "[text|json|markdown|html]" in result.output
+
+
+@pytest.mark.parametrize("name,kind", [("r.html", "html"), ("r.HTM", "html"),
+                                       ("r.md", "markdown"), ("r.json", "json"),
+                                       ("r.txt", "text")])
+def test_analyze_format_from_the_output_extension(tmp_path: Path, name: str, kind: str) -> None:
+    out = tmp_path / name
+    result = invoke("analyze", str(NAN_RUN), "-o", str(out))
+    assert result.exit_code == 1  # a failure was found, whatever the format
+    text = out.read_text(encoding="utf-8")
+    if kind == "html":
+        assert text.startswith("<!DOCTYPE html>") and "<img" in text
+    elif kind == "markdown":
+        assert text.startswith("# autopsy: ")
+        assert (tmp_path / "r_files" / "loss.png").is_file()
+        assert "](r_files/loss.png)" in text
+    elif kind == "json":
+        assert json.loads(text)["verdict"]["code"] == "NAN001"
+    else:
+        assert text.startswith("autopsy ") and "VERDICT" in text
+
+
+def test_format_option_beats_the_extension(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    invoke("analyze", str(NAN_RUN), "--format", "html", "-o", str(out))
+    assert out.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_html_to_stdout_and_markdown_to_stdout_without_plots() -> None:
+    html = invoke("analyze", str(NAN_RUN), "--format", "html")
+    assert html.exit_code == 1
+    assert html.output.startswith("<!DOCTYPE html>")
+    assert html.output.count('<img class="plot"') == 3
+    md = invoke("analyze", str(NAN_RUN), "--format", "markdown")
+    assert md.exit_code == 1
+    assert "![" not in md.output and "Plots are left out" in md.output
+
+
+def test_ranks_html_and_markdown(tmp_path: Path) -> None:
+    result = invoke("ranks", str(DDP_RUN), "-o", str(tmp_path / "ranks.html"))
+    assert result.exit_code == 1
+    page = (tmp_path / "ranks.html").read_text()
+    assert 'id="ranks"' in page and 'data-plot="ranks"' in page
+    md = tmp_path / "ranks.md"
+    invoke("ranks", str(DDP_RUN), "-o", str(md))
+    text = md.read_text()
+    assert "## Ranks" in text and "](ranks_files/ranks.png)" in text
+    assert (tmp_path / "ranks_files" / "ranks.png").is_file()
+
+
+def test_healthy_run_exits_0_in_html(tmp_path: Path) -> None:
+    result = invoke("analyze", str(SAMPLE_RUNS / "healthy_hf_trainer"), "-o",
+                    str(tmp_path / "ok.html"))
+    assert result.exit_code == 0
+    assert 'class="verdict good"' in (tmp_path / "ok.html").read_text()
+
+
+@pytest.mark.parametrize("suffix", ["html", "md"])
+def test_ckpt_html_and_markdown_keep_the_exit_codes(tmp_path: Path, suffix: str) -> None:
+    bad = invoke("ckpt", str(SAMPLE_RUNS / "ckpt_hf_optimizer_missing"), "-o",
+                 str(tmp_path / f"bad.{suffix}"))
+    assert bad.exit_code == 1
+    good = invoke("ckpt", str(SAMPLE_RUNS / "ckpt_hf_good"), "-o",
+                  str(tmp_path / f"good.{suffix}"))
+    assert good.exit_code == 0
+    text = (tmp_path / f"bad.{suffix}").read_text()
+    assert "NOT RESUMABLE" in text and "optimizer" in text
+    assert "RESUMABLE" in (tmp_path / f"good.{suffix}").read_text()
+    # no plots folder for a checkpoint report
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"bad.{suffix}",
+                                                                 f"good.{suffix}"])
+
+
+def test_nothing_is_written_into_the_run_dir(tmp_path: Path) -> None:
+    before = sorted(p.relative_to(NAN_RUN) for p in NAN_RUN.rglob("*"))
+    invoke("analyze", str(NAN_RUN), "--format", "markdown", "-o", str(tmp_path / "x.md"))
+    assert sorted(p.relative_to(NAN_RUN) for p in NAN_RUN.rglob("*")) == before
+
+
+def test_unwritable_output_is_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["analyze", str(NAN_RUN), "-o",
+                                      str(tmp_path / "missing" / "r.html")])
+    assert result.exit_code == 2
+    assert re.fullmatch(r"autopsy: error: cannot write .*r\.html: .+\n", result.output)
