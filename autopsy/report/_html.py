@@ -182,7 +182,8 @@ body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 8px;
   border-bottom: 1px solid var(--line); padding-bottom: 4px; } h3 { font-size: 15px; }
 code { font: 13px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
-  background: #f2f4f7; padding: 1px 4px; border-radius: 3px; word-break: break-all; }
+  background: #f2f4f7; padding: 1px 4px; border-radius: 3px; overflow-wrap: anywhere; }
+td code { white-space: nowrap; }
 .verdict { border: 2px solid var(--line); border-left-width: 8px; border-radius: 6px;
   padding: 10px 16px; margin: 16px 0; background: #fcfcfd; }
 .verdict.bad { border-color: var(--bad); } .verdict.good { border-color: var(--good); }

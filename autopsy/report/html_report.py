@@ -149,7 +149,7 @@ def rank_blocks(status: pd.DataFrame) -> list[Block]:
             Span(ended, tone=ENDING_TONE.get(ended, Tone.PLAIN), strong=True),
             _cell(row.get("last_step")), _cell(row.get("exitcode")),
             _cell(row.get("first_error_kind")), _cell(row.get("first_error_step")),
-            _cell(row.get("first_error_message")),
+            _short(_cell(row.get("first_error_message")), 240),
             Span(f"{where}:{line}" if where and line else where, code=bool(where)),
             "root" if bool(row.get("root")) else "",
         ])
