@@ -34,9 +34,10 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from spec import Spec  # the SPECS record (beside this file)
 
 HERE = Path(__file__).resolve().parent
 BUILDERS = HERE.parent / "tests" / "ckpt" / "builders.py"
@@ -624,17 +625,6 @@ def _check_lightning(run_dir: Path, p: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Spec:
-    """A checkpoint run for make.py's registry."""
-
-    name: str
-    situation: str
-    how: str
-    train: Callable[[str, int, Any], None]
-    check: Callable[[Path, Any], dict[str, Any]]
-    conclusion: Callable[[dict[str, Any]], str]
-    crashes: bool = False
 
 
 def _verdict(lb: dict[str, Any]) -> str:

@@ -30,10 +30,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from spec import Spec  # the SPECS record (beside this file)
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "ddp_worker.py"
@@ -408,17 +408,6 @@ def _check_uneven(run_dir: Path, p: Any) -> dict[str, Any]:
     )
 
 
-@dataclass(frozen=True)
-class Spec:
-    """A multi-rank run for make.py's registry."""
-
-    name: str
-    situation: str
-    how: str
-    train: Callable[[str, int, Any], None]
-    check: Callable[[Path, Any], dict[str, Any]]
-    conclusion: Callable[[dict[str, Any]], str]
-    crashes: bool = True
 
 
 def _ranks_line(lb: dict[str, Any]) -> str:
@@ -436,7 +425,7 @@ SPECS: tuple[Spec, ...] = (
         situation="a healthy 4-rank DDP run",
         how=_BASE + f"{HEALTHY_STEPS} steps; `--tee 3`: one interleaved `train.log` with "
         "`[defaultN]:` prefixes",
-        train=_train_healthy, check=_check_healthy, crashes=False,
+        train=_train_healthy, check=_check_healthy,
         conclusion=lambda lb: (f"healthy (mean loss {lb['mean_loss_first5']} → "
                                f"{lb['mean_loss_last5']}, every rank to step {lb['steps']})"),
     ),
@@ -446,7 +435,7 @@ SPECS: tuple[Spec, ...] = (
         how=_BASE + f"rank {EXCEPTION_RANK}'s batch check raises a ValueError at step "
         f"{EXCEPTION_STEP}; `--redirects 3 --log-dir logs` (per-rank files, error.json from "
         "`@record`), torchrun's ChildFailedError block in `train.log`",
-        train=_train_exception, check=_check_exception,
+        train=_train_exception, check=_check_exception, crashes=True,
         conclusion=lambda lb: (f"crash / exception: rank {lb['culprit_rank']} raised "
                                f"{lb['exception_type']} at step {lb['first_bad_step']} in "
                                f"{lb['user_frame']}; the others are cascade ({_ranks_line(lb)})"),
@@ -456,7 +445,7 @@ SPECS: tuple[Spec, ...] = (
         situation="one rank stalls; the others time out in the collective it never reaches",
         how=_BASE + f"rank {STALL_RANK} sleeps 10× the timeout before step {STALL_STEP}'s "
         "forward; `--tee 3`: one interleaved `train.log`",
-        train=_train_stall, check=_check_stall,
+        train=_train_stall, check=_check_stall, crashes=True,
         conclusion=lambda lb: (f"hang / dead_rank (or straggler): rank {lb['culprit_rank']} "
                                f"never reached step {lb['first_bad_step']}'s all-reduce and has "
                                f"no timeout of its own ({_ranks_line(lb)}: a victim)"),
@@ -468,7 +457,7 @@ SPECS: tuple[Spec, ...] = (
         how=_BASE.replace("under DDP", "with gradients all-reduced by hand") + f"rank "
         f"{MISMATCH_RANK} all-reduces a [2] loss statistic at step {MISMATCH_STEP}, the "
         "others [1]; `--tee 3`",
-        train=_train_mismatch_detail, check=_check_mismatch_detail,
+        train=_train_mismatch_detail, check=_check_mismatch_detail, crashes=True,
         conclusion=lambda lb: (f"crash / collective_mismatch: rank {lb['culprit_rank']} ran "
                                f"ALLREDUCE TensorShape=[2] vs [1] at step "
                                f"{lb['first_bad_step']} (CollectiveFingerPrint on every rank, "
@@ -481,7 +470,7 @@ SPECS: tuple[Spec, ...] = (
         how=_BASE.replace("under DDP", "with gradients all-reduced by hand") + f"rank "
         f"{MISMATCH_RANK} all-reduces a [2] loss statistic at step {MISMATCH_STEP}, the "
         "others [1]; `--redirects 3 --log-dir logs`",
-        train=_train_mismatch_silent, check=_check_mismatch_silent,
+        train=_train_mismatch_silent, check=_check_mismatch_silent, crashes=True,
         conclusion=lambda lb: (f"hang / collective_mismatch: rank {lb['culprit_rank']} "
                                f"stuck in step {lb['first_bad_step']}'s all_reduce(stat) while "
                                f"the others passed it (corrupted mean_loss) and wait in the next "
@@ -494,7 +483,7 @@ SPECS: tuple[Spec, ...] = (
         how=_BASE + f"rank {SHORT_RANK}'s shard has {UNEVEN_STEPS - 1} batches, the others' "
         f"{UNEVEN_STEPS}; after its loop it waits in `dist.barrier()`; `--redirects 3 "
         "--log-dir logs`",
-        train=_train_uneven, check=_check_uneven,
+        train=_train_uneven, check=_check_uneven, crashes=True,
         conclusion=lambda lb: (f"hang / uneven_batches: rank {lb['culprit_rank']} ended its "
                                f"epoch after step {lb['first_bad_step'] - 1} and waited in the "
                                f"barrier, the others in step {lb['first_bad_step']}'s all-reduce "

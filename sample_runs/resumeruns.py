@@ -37,10 +37,11 @@ import statistics
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+from spec import Spec  # the SPECS record (beside this file)
 
 HERE = Path(__file__).resolve().parent
 LOG_NAME = "train.log"
@@ -499,17 +500,6 @@ def _check_data(run_dir: Path, p: Any) -> dict[str, Any]:
     )
 
 
-@dataclass(frozen=True)
-class Spec:
-    """A resume run for make.py's registry."""
-
-    name: str
-    situation: str
-    how: str
-    train: Callable[[str, int, Any], None]
-    check: Callable[[Path, Any], dict[str, Any]]
-    conclusion: Callable[[dict[str, Any]], str]
-    crashes: bool = False
 
 
 _BASE = ("plain loop, MLP, AdamW, LambdaLR, clip 1.0, `ckpt_step_N.pt` every "

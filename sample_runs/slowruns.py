@@ -31,11 +31,11 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from spec import Spec  # the SPECS record (beside this file)
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "slow_worker.py"
@@ -396,17 +396,6 @@ def _check_straggler(run_dir: Path, p: Any) -> dict[str, Any]:
     )
 
 
-@dataclass(frozen=True)
-class Spec:
-    """A slow run for make.py's registry."""
-
-    name: str
-    situation: str
-    how: str
-    train: Callable[[str, int, Any], None]
-    check: Callable[[Path, Any], dict[str, Any]]
-    conclusion: Callable[[dict[str, Any]], str]
-    crashes: bool = False
 
 
 SPECS: tuple[Spec, ...] = (
