@@ -43,6 +43,17 @@ def image_writer(folder: Path) -> Callable[[Image], str]:
     return write
 
 
+def remove_stale_plots(folder: Path) -> None:
+    """Delete the plots an earlier report left in ``folder`` (only files named like ours),
+    so that a plot this run lacks does not linger beside the new report."""
+    from autopsy.report.plots import PLOT_NAMES
+
+    for name in PLOT_NAMES:
+        stale = folder / f"{name}.png"
+        if stale.is_file():
+            stale.unlink()
+
+
 def render_analysis_markdown(run: Run, diagnosis: Diagnosis, out: IO[str], *,
                              rank_status: pd.DataFrame | None = None,
                              output: Path | None = None) -> None:
@@ -61,7 +72,10 @@ def render_analysis_markdown(run: Run, diagnosis: Diagnosis, out: IO[str], *,
         note = NO_PLOTS_NOTE if output is None else NO_MATPLOTLIB
     blocks = analysis_blocks(run, diagnosis, rank_status=rank_status, plots=rendered,
                              plots_note=note)
-    link = image_writer(plots_dir_for(output)) if output is not None else (lambda _img: None)
+    link: Callable[[Image], str | None] = lambda _image: None  # noqa: E731
+    if output is not None:
+        remove_stale_plots(plots_dir_for(output))
+        link = image_writer(plots_dir_for(output))
     out.write(to_markdown(blocks, link))
     out.write(f"\n---\nautopsy {__version__} · read-only post-mortem of "
               f"{md_esc(run.root.as_posix())}\n")

@@ -35,6 +35,8 @@ MAX_RANK_LINES = 16
 FIGSIZE = (9.0, 3.2)
 DPI = 100
 
+#: An evidence window wider than this share of the plotted steps is not shaded (it is the run).
+SHADE_MAX_SHARE = 0.5
 #: Evidence numbers that name a step worth marking with a point.
 STEP_NUMBERS = ("step", "peak_step", "first_bad_step", "collapse_step", "spike_step")
 
@@ -194,9 +196,13 @@ def _mark_findings(ax: Axes, findings: Sequence[Finding], tags: Sequence[str],
 
     lined: set[int] = set()
     dotted: set[int] = set()
+    lo, hi = ax.dataLim.intervalx
+    span = float(hi - lo) if np.isfinite(hi - lo) and hi > lo else math.inf
     for f, step, window, points in marks_for(findings, tags):
-        # a window is shaded only for a finding about a moment (a step), not about the config
-        if step is not None and window is not None and window[1] > window[0]:
+        # a window is shaded only for a finding about a moment (a step), and only when it
+        # singles out a part of the run, not the whole of it
+        if (step is not None and window is not None and window[1] > window[0]
+                and window[1] - window[0] <= SHADE_MAX_SHARE * span):
             ax.axvspan(window[0], window[1], color=RED, alpha=0.07, lw=0)
         if first_bad and step is not None and step not in lined:
             lined.add(step)
@@ -505,6 +511,10 @@ RUN_PLOTS: tuple[tuple[str, str, Callable[[Run, Sequence[Finding]], Figure | Non
     ("step_time", "Step time (data and compute time where logged) or throughput, per rank "
                   "when several", speed_plot),
 )
+
+
+#: Every plot's file-safe name (the Markdown report's PNG files are named after them).
+PLOT_NAMES: tuple[str, ...] = ("ranks", *(name for name, _, _ in RUN_PLOTS))
 
 
 def to_png(fig: Figure) -> tuple[bytes, int, int]:

@@ -114,3 +114,14 @@ def test_ckpt_markdown_component_table() -> None:
     assert "missing" in row and "<strong>" in row
     assert "CKPT002 optimizer-missing" in html
     assert IMAGE.findall(text) == []
+
+
+def test_a_new_report_replaces_the_old_plots_only(tmp_path: Path) -> None:
+    target = tmp_path / "report.md"
+    write_md(SAMPLE_RUNS / "fp16_overflow_collapse", target)
+    folder = tmp_path / "report_files"
+    assert (folder / "loss_scale.png").is_file()
+    (folder / "notes.txt").write_text("mine")
+    write_md(SAMPLE_RUNS / "nan_after_grad_spike", target)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "grad_norm.png", "learning_rate.png", "loss.png", "notes.txt"]
