@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
 MAX_DRAWN = 2000
 #: Most ranks drawn as separate lines (rank 0..N-1); the report's tables have them all.
 MAX_RANK_LINES = 16
+#: Most ranks in the per-rank timeline (the table lists them all).
+MAX_TIMELINE_RANKS = 64
 #: Size of one plot, inches, and its resolution.
 FIGSIZE = (9.0, 3.2)
 DPI = 100
@@ -444,8 +446,8 @@ def rank_timeline_plot(status: pd.DataFrame, findings: Sequence[Finding]) -> Fig
 
     if status is None or status.empty or len(status) < 2:
         return None
-    rows = status.head(64)
     culprits = {r for f in _failures(findings) for r in f.ranks}
+    rows = pick_ranks(status, culprits)
     height = min(1.2 + 0.32 * len(rows), 14.0)
     fig, ax = _new_figure(height)
     ax.grid(True, axis="x", alpha=0.3)
@@ -477,10 +479,28 @@ def rank_timeline_plot(status: pd.DataFrame, findings: Sequence[Finding]) -> Fig
             tick.set_fontweight("bold")
             tick.set_color(RED)
     ax.invert_yaxis()
-    ax.set_xlabel("last step logged")
+    shown = (f" ({len(rows)} of {len(status)}: culprits and ranks that ended unlike most "
+             "first)" if len(rows) < len(status) else "")
+    ax.set_xlabel("last step logged" + shown)
     xmax = ax.get_xlim()[1]
     ax.set_xlim(0, xmax * 1.25 + 1)
     return _finish(fig, ax, "Ranks: how far each got and how it ended")
+
+
+def pick_ranks(status: pd.DataFrame, culprits: set[int],
+               limit: int = MAX_TIMELINE_RANKS) -> pd.DataFrame:
+    """The rows of the timeline: all ranks when at most ``limit``; else the culprits, the
+    root ranks and those that ended unlike the most common ending, then the lowest ranks."""
+    if len(status) <= limit:
+        return status
+    ended = status["ended"].astype(str)
+    usual = ended.mode().iloc[0] if not ended.empty else ""
+    ranks = [_safe_int(r) for r in status.index]
+    root = status["root"].astype(bool) if "root" in status else ended == ""
+    first = [i for i, r in enumerate(ranks) if r in culprits]
+    first += [i for i in range(len(ranks)) if bool(root.iloc[i]) or ended.iloc[i] != usual]
+    order = list(dict.fromkeys([*first, *range(len(ranks))]))[:limit]
+    return status.iloc[sorted(order)]
 
 
 def _missing(value: Any) -> bool:

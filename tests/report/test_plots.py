@@ -180,3 +180,23 @@ def test_matplotlib_is_lazy_and_pyplot_never_used() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_large_job_shows_its_culprit_and_odd_ranks_first() -> None:
+    import pandas as pd
+
+    n = 256
+    status = pd.DataFrame({
+        "last_step": [100] * n, "ended": ["timed_out"] * n, "first_error_kind": [None] * n,
+        "first_error_step": pd.array([None] * n, dtype="Int64"), "root": [False] * n,
+    }, index=pd.Index(range(n), name="rank"))
+    status.loc[200, "ended"] = "oom"
+    status.loc[250, "ended"] = "silent"
+    picked = plots.pick_ranks(status, culprits={231})
+    assert len(picked) == plots.MAX_TIMELINE_RANKS
+    assert {200, 231, 250} <= set(picked.index)
+    assert list(picked.index) == sorted(picked.index)
+    fig = plots.rank_timeline_plot(status, [])
+    assert "64 of 256" in fig.axes[0].get_xlabel()
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert "rank 200" in ticks and "rank 250" in ticks
