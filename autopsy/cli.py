@@ -195,9 +195,24 @@ def _render_analyze(run: Any, diagnosis: Any, fmt: str, out: Any, verbose: bool,
         render_analysis(run, diagnosis, out, verbose=verbose)
 
 
+def _rank_count(run: Any) -> int:
+    """How many ranks the run's scalars and events name."""
+    ranks = set(run.scalars["rank"].dropna().unique())
+    if not run.events.empty:
+        ranks |= set(run.events["rank"].dropna().unique())
+    return len(ranks)
+
+
 def _render_rich_report(run: Any, diagnosis: Any, fmt: str, out: Any, output: str | None,
                         rank_status: Any = None) -> None:
-    """The HTML or Markdown report (plots beside a Markdown file, none on stdout)."""
+    """The HTML or Markdown report (plots beside a Markdown file, none on stdout).
+
+    A distributed run given to ``analyze`` gets the per-rank table and timeline too.
+    """
+    if rank_status is None and _rank_count(run) > 1:
+        from autopsy.signals.ranks import rank_status as compute_rank_status
+
+        rank_status = compute_rank_status(run)
     if fmt == "html":
         from autopsy.report.html_report import render_analysis_html
 

@@ -108,3 +108,14 @@ def test_unwritable_output_is_one_line(tmp_path: Path) -> None:
                                       str(tmp_path / "missing" / "r.html")])
     assert result.exit_code == 2
     assert re.fullmatch(r"autopsy: error: cannot write .*r\.html: .+\n", result.output)
+
+
+def test_analyze_of_a_distributed_run_has_the_rank_timeline(tmp_path: Path) -> None:
+    out = tmp_path / "ddp.html"
+    invoke("analyze", str(DDP_RUN), "-o", str(out))
+    page = out.read_text()
+    assert 'id="ranks"' in page and 'data-plot="ranks"' in page
+    assert "last activity (UTC)" in page
+    single = tmp_path / "one.html"
+    invoke("analyze", str(NAN_RUN), "-o", str(single))
+    assert 'id="ranks"' not in single.read_text()

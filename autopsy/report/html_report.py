@@ -147,15 +147,33 @@ def rank_blocks(status: pd.DataFrame) -> list[Block]:
         rows.append([
             Span(_cell(rank), strong=bool(row.get("root"))),
             Span(ended, tone=ENDING_TONE.get(ended, Tone.PLAIN), strong=True),
-            _cell(row.get("last_step")), _cell(row.get("exitcode")),
+            _cell(row.get("last_step")), _utc(row.get("last_time")), _cell(row.get("exitcode")),
             _cell(row.get("first_error_kind")), _cell(row.get("first_error_step")),
             _short(_cell(row.get("first_error_message")), 240),
             Span(f"{where}:{line}" if where and line else where, code=bool(where)),
             "root" if bool(row.get("root")) else "",
         ])
     return [Heading("Ranks", anchor="ranks"),
-            Table(["rank", "ended", "last step", "exit", "first error", "at step", "message",
-                   "where", "role"], rows, numeric=frozenset({0, 2, 3, 5}))]
+            Table(["rank", "ended", "last step", "last activity (UTC)", "exit", "first error",
+                   "at step", "message", "where", "role"], rows,
+                  numeric=frozenset({0, 2, 4, 6}))]
+
+
+def _utc(value: Any) -> str:
+    """A wall time (seconds since the epoch) as ``2026-11-22 14:55:47``; "" if unknown."""
+    import math
+    from datetime import datetime, timezone
+
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return ""
+    if not math.isfinite(seconds) or seconds <= 0:
+        return ""
+    try:
+        return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return ""
 
 
 def plot_blocks(plots: Sequence[RenderedPlot]) -> list[Block]:

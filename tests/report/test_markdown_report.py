@@ -95,7 +95,7 @@ def test_text_from_the_run_cannot_become_markup(tmp_path: Path) -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt; *bold* [x](http://evil.example)" in html
     # the rank table keeps its columns although the message has a pipe
     rows = [r.split("</tr>")[0] for r in html.split("<tr>")[1:] if "ValueError" in r]
-    assert rows and all(r.count("<td") == 9 for r in rows)
+    assert rows and all(r.count("<td") == 10 for r in rows)
 
 
 def test_md_code_holds_backticks() -> None:
