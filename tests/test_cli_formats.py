@@ -56,7 +56,7 @@ def test_html_to_stdout_and_markdown_to_stdout_without_plots() -> None:
     html = invoke("analyze", str(NAN_RUN), "--format", "html")
     assert html.exit_code == 1
     assert html.output.startswith("<!DOCTYPE html>")
-    assert html.output.count('<img class="plot"') == 3
+    assert html.output.count('<img class="plot"') == 4
     md = invoke("analyze", str(NAN_RUN), "--format", "markdown")
     assert md.exit_code == 1
     assert "![" not in md.output and "Plots are left out" in md.output

@@ -408,7 +408,7 @@ def speed_plot(run: Run, findings: Sequence[Finding]) -> Figure | None:
         present = [t for t in RATE_TAGS if run.has(t) and len(run.series(t)) > 1][:1]
         unit = "per second"
     if not present:
-        return None
+        return _wall_step_time_plot(run, findings)
     fig, ax = _new_figure()
     colours = [BLUE, ORANGE, GREEN, PURPLE, RED, GREY]
     lines = 0
@@ -426,6 +426,7 @@ def speed_plot(run: Run, findings: Sequence[Finding]) -> Figure | None:
             lines += _line(ax, run.series(tag), label=tag, colour=colours[i % len(colours)])
     _shade_segments(ax, run)
     _mark_findings(ax, findings, present, run.series(present[0]), first_bad=False)
+    _mark_slow(ax, findings)
     ax.set_ylabel(unit)
     title = "Step time" if unit == "seconds" else "Throughput"
     fig = _finish(fig, ax, title)
@@ -434,6 +435,51 @@ def speed_plot(run: Run, findings: Sequence[Finding]) -> Figure | None:
         legend.remove()
         ax.legend(fontsize=7, ncol=4, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
+
+
+def _wall_step_time_plot(run: Run, findings: Sequence[Finding]) -> Figure | None:
+    """Seconds per step from the wall times of the logged steps, when no timing is logged."""
+    if run.scalars.empty or not run.scalars["wall_time"].notna().any():
+        return None
+    from autopsy.signals.steptime import all_wall_step_times
+
+    times = {r: t for r, t in all_wall_step_times(run, skip_first=0).items()
+             if t.reliable and len(t.seconds) > 1}
+    if not times:
+        return None
+    fig, ax = _new_figure()
+    ranked = sorted(times, key=lambda r: -1 if r is None else r)[:MAX_RANK_LINES]
+    if len(ranked) > 1:
+        from matplotlib import colormaps
+
+        cmap = colormaps["tab20"]
+        for j, r in enumerate(ranked):
+            _line(ax, times[r].seconds, label=f"rank {r}", colour=cmap(j % 20), width=1.0)
+    else:
+        _line(ax, times[ranked[0]].seconds, label="seconds per step", colour=BLUE)
+    _shade_segments(ax, run)
+    first = times[ranked[0]].seconds
+    _mark_findings(ax, findings, ["step_time", "wall_time"], first)
+    _mark_slow(ax, findings)
+    ax.set_ylabel("seconds per step")
+    fig = _finish(fig, ax, "Step time, from the wall times of the logged steps")
+    legend = ax.get_legend()
+    if legend is not None and len(legend.get_texts()) > 8:
+        legend.remove()
+        ax.legend(fontsize=7, ncol=4, loc="upper left")
+    return fig
+
+
+def _mark_slow(ax: Axes, findings: Sequence[Finding]) -> None:
+    """A red line at the step of each finding of the ``slow`` family (where it begins)."""
+    seen: set[int] = set()
+    for f in findings:
+        if f.family is Family.SLOW and f.step is not None and f.step not in seen:
+            seen.add(f.step)
+            ax.axvline(f.step, color=RED, linewidth=1.2)
+            ax.annotate(f"{f.code}: step {f.step}", (f.step, 1.0),
+                        xycoords=("data", "axes fraction"), xytext=(3, -12),
+                        textcoords="offset points", fontsize=8, color=RED)
 
 
 def rank_timeline_plot(status: pd.DataFrame, findings: Sequence[Finding]) -> Figure | None:
@@ -528,8 +574,9 @@ RUN_PLOTS: tuple[tuple[str, str, Callable[[Run, Sequence[Finding]], Figure | Non
     ("learning_rate", "Learning rate as logged. Orange: the configured warm-up; dashed: "
                       "restarts (segment boundaries)", lr_plot),
     ("loss_scale", "fp16 loss scale (log) and skipped steps", loss_scale_plot),
-    ("step_time", "Step time (data and compute time where logged) or throughput, per rank "
-                  "when several", speed_plot),
+    ("step_time", "Step time: as logged (data and compute time too), else throughput, else "
+                  "seconds per step from the logged steps' wall times; per rank when several; "
+                  "red line: where a slow finding begins", speed_plot),
 )
 
 

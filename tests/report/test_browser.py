@@ -127,9 +127,9 @@ def render(tmp_path: Path, command: str, run: Path, name: str) -> Path:
 
 @pytest.mark.parametrize("command,run,verdict,plots", [
     ("analyze", "nan_after_grad_spike", "VERDICT: nan_inf · cause lr_too_high · step 31",
-     ["loss", "grad_norm", "learning_rate"]),
+     ["loss", "grad_norm", "learning_rate", "step_time"]),
     ("ranks", "ddp_rank_stall_timeout", "VERDICT: hang · cause dead_rank · step 10 · rank 1",
-     ["ranks", "loss", "grad_norm", "learning_rate"]),
+     ["ranks", "loss", "grad_norm", "learning_rate", "step_time"]),
 ])
 def test_report_in_headless_chromium(browser: tuple[str, Path], tmp_path: Path, command: str,
                                      run: str, verdict: str, plots: list[str]) -> None:

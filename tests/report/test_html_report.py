@@ -83,7 +83,8 @@ def test_page_is_self_contained(nan_page: str) -> None:
 
 def test_every_plot_is_an_embedded_png(nan_page: str) -> None:
     images = [a for t, a in parse(nan_page).tags if t == "img"]
-    assert [a["data-plot"] for a in images] == ["loss", "grad_norm", "learning_rate"]
+    assert [a["data-plot"] for a in images] == ["loss", "grad_norm", "learning_rate",
+                                                "step_time"]
     for attrs in images:
         data = base64.b64decode(attrs["src"].split(",", 1)[1])
         assert data.startswith(b"\x89PNG\r\n\x1a\n")

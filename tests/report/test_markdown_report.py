@@ -44,12 +44,12 @@ def test_plots_are_pngs_beside_the_file_linked_relatively(nan_md: tuple[Path, st
     target, text = nan_md
     links = IMAGE.findall(text)
     assert links == ["report_files/loss.png", "report_files/grad_norm.png",
-                     "report_files/learning_rate.png"]
+                     "report_files/learning_rate.png", "report_files/step_time.png"]
     for link in links:
         png = target.parent / link
         assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert sorted(p.name for p in (target.parent / "report_files").iterdir()) == [
-        "grad_norm.png", "learning_rate.png", "loss.png"]
+        "grad_norm.png", "learning_rate.png", "loss.png", "step_time.png"]
 
 
 def test_same_content_as_the_html_report(nan_md: tuple[Path, str]) -> None:
@@ -124,4 +124,4 @@ def test_a_new_report_replaces_the_old_plots_only(tmp_path: Path) -> None:
     (folder / "notes.txt").write_text("mine")
     write_md(SAMPLE_RUNS / "nan_after_grad_spike", target)
     assert sorted(p.name for p in folder.iterdir()) == [
-        "grad_norm.png", "learning_rate.png", "loss.png", "notes.txt"]
+        "grad_norm.png", "learning_rate.png", "loss.png", "notes.txt", "step_time.png"]

@@ -115,9 +115,12 @@ def test_fp16_run_gets_a_loss_scale_plot_with_skipped_steps(fp16_run) -> None:
 def test_only_the_plots_the_run_has_data_for(nan_run) -> None:
     run, diagnosis = nan_run
     assert plots.loss_scale_plot(run, diagnosis.findings) is None  # not an fp16 run
-    assert plots.speed_plot(run, diagnosis.findings) is None  # no step time logged
     names = [p.name for p in plots.render_plots(run, diagnosis.findings)]
-    assert names == ["loss", "grad_norm", "learning_rate"]
+    # no step time is logged: it comes from the wall times of the logged steps
+    assert names == ["loss", "grad_norm", "learning_rate", "step_time"]
+    no_clock = load_run(SAMPLE_RUNS / "nan_after_grad_spike")
+    no_clock.scalars = no_clock.scalars.assign(wall_time=float("nan"))
+    assert plots.speed_plot(no_clock, diagnosis.findings) is None
 
 
 def test_restarts_are_lined_and_each_segment_drawn(tmp_path: Path) -> None:
@@ -200,3 +203,18 @@ def test_a_large_job_shows_its_culprit_and_odd_ranks_first() -> None:
     assert "64 of 256" in fig.axes[0].get_xlabel()
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert "rank 200" in ticks and "rank 250" in ticks
+
+
+def test_without_a_timing_tag_step_time_comes_from_wall_times() -> None:
+    run = load_run(SAMPLE_RUNS / "slow_periodic_checkpoint_stalls")
+    assert not run.has("step_time") and not run.has("throughput")
+    diagnosis = diagnose(run)
+    fig = plots.speed_plot(run, diagnosis.findings)
+    assert fig is not None
+    assert "wall times" in fig.axes[0].get_title(loc="left")
+    line = next(ln for ln in fig.axes[0].get_lines() if ln.get_label() == "seconds per step")
+    x, y = line.get_xdata(), line.get_ydata()
+    slow = {int(s) for s, v in zip(x, y, strict=True) if v > 10 * np.median(y)}
+    assert slow == {20, 40, 60, 80, 100, 120}  # the checkpoint stalls
+    stall = next(f for f in diagnosis.findings if f.family is Family.SLOW)
+    assert float(stall.step) in _vlines_at(fig)
