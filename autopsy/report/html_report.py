@@ -195,7 +195,7 @@ def _read_blocks(run: Run) -> list[Block]:
              str(s["config"])] for s in summary["sources"][:MAX_ROWS]]
         out.append(Details(f"Sources ({len(summary['sources'])})", [
             Table(["file", "reader", "scalars", "events", "config"], rows,
-                  numeric=frozenset({2, 3, 4}))]))
+                  numeric=frozenset({2, 3, 4})), *_more(len(summary["sources"]))]))
     if len(summary["segments"]) > 1:
         rows = [[str(s["segment"]), str(s["first_step"]), str(s["last_step"]),
                  f"{s['points']:,}"] for s in summary["segments"]]
@@ -209,12 +209,12 @@ def _read_blocks(run: Run) -> list[Block]:
                  ", ".join(t["raw_tags"])] for t in summary["tags"][:MAX_ROWS]]
         out.append(Details(f"Tags ({len(summary['tags'])})", [
             Table(["tag", "points", "steps", "non-finite", "written as"], rows,
-                  numeric=frozenset({1, 3}))]))
+                  numeric=frozenset({1, 3})), *_more(len(summary["tags"]))]))
     if summary["config"]:
         rows = [[Span(k, code=True), _short(e["value"]), e["source"]]
                 for k, e in list(summary["config"].items())[:MAX_ROWS]]
         out.append(Details(f"Config ({len(summary['config'])})", [
-            Table(["key", "value", "from"], rows)]))
+            Table(["key", "value", "from"], rows), *_more(len(summary["config"]))]))
     if summary["checkpoints"]:
         rows = [[Span(c["path"], code=True), str(c["layout"]), _cell(c["step"]),
                  Span("exact", tone=Tone.GOOD) if c["resumable"] else
@@ -225,8 +225,17 @@ def _read_blocks(run: Run) -> list[Block]:
     if summary["unread"]:
         shown = summary["unread"][:MAX_ROWS]
         out.append(Details(f"No reader for ({len(summary['unread'])})",
-                           [Bullets([[Span(u, code=True)] for u in shown])]))
+                           [Bullets([[Span(u, code=True)] for u in shown]),
+                            *_more(len(summary["unread"]))]))
     return out
+
+
+def _more(total: int) -> list[Block]:
+    """A note under a list cut at :data:`MAX_ROWS`."""
+    if total <= MAX_ROWS:
+        return []
+    return [Para([Span(f"... {total - MAX_ROWS:,} more (--format json has them all)",
+                       tone=Tone.MUTED)])]
 
 
 def _short(value: Any, width: int = 120) -> str:
