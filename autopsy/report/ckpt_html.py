@@ -71,7 +71,7 @@ def component_table(audit: CheckpointAudit) -> Table:
         if c.effect:
             facts = (facts + "; " if facts else "") + f"effect: {c.effect}"
         rows.append([Span(c.name, code=True), _status_cell(c), "yes" if c.required else "no",
-                     Span(files, code=bool(files)), facts])
+                     files, facts])
     return Table(["component", "status", "required", "files", "evidence"], rows)
 
 
