@@ -119,3 +119,57 @@ def test_analyze_of_a_distributed_run_has_the_rank_timeline(tmp_path: Path) -> N
     single = tmp_path / "one.html"
     invoke("analyze", str(NAN_RUN), "-o", str(single))
     assert 'id="ranks"' not in single.read_text()
+
+
+def _run_cli(args: list[str], *, tty: bool) -> str:
+    """Run ``autopsy`` in a subprocess, stdout a pipe or a pseudo-terminal 80 columns wide."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80", "TERM": "xterm-256color"}
+    env.pop("NO_COLOR", None)
+    env.pop("FORCE_COLOR", None)
+    command = [sys.executable, "-m", "autopsy", *args]
+    if not tty:
+        return subprocess.run(command, capture_output=True, text=True, env=env,
+                              timeout=120).stdout
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(command, stdout=follower, stderr=subprocess.DEVNULL, env=env)
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=120)
+    finally:
+        os.close(leader)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("args", [["analyze", str(NAN_RUN)], ["ranks", str(DDP_RUN)]])
+def test_text_report_is_plain_when_piped_and_fits_80_columns(args: list[str]) -> None:
+    from rich.cells import cell_len
+
+    piped = _run_cli(args, tty=False)
+    assert "VERDICT" in piped
+    assert "\x1b" not in piped
+    assert max(cell_len(line) for line in piped.splitlines()) <= 80
+
+
+def test_text_report_has_colour_on_a_terminal() -> None:
+    shown = _run_cli(["analyze", str(NAN_RUN)], tty=True)
+    assert "VERDICT" in shown
+    assert "\x1b[" in shown
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", shown)
+    from rich.cells import cell_len
+
+    assert max(cell_len(line) for line in plain.splitlines()) <= 80
