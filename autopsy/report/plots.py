@@ -111,8 +111,8 @@ def _new_figure(height: float = FIGSIZE[1]) -> tuple[Figure, Axes]:
     return fig, ax
 
 
-def _line(ax: Axes, series: pd.Series, *, label: str, colour: str, log: bool = False,
-          marker: str | None = None, width: float = 1.4) -> int:
+def _line(ax: Axes, series: pd.Series, *, label: str, colour: Any, log: bool = False,
+          marker: str | None = None, width: float = 1.4, style: str = "-") -> int:
     """Draw a series (decimated); return how many finite points it had."""
     import numpy as np
 
@@ -121,7 +121,7 @@ def _line(ax: Axes, series: pd.Series, *, label: str, colour: str, log: bool = F
         y = np.where(y > 0, y, np.nan)
     xd, yd = decimate(x, y)
     if len(xd):
-        ax.plot(xd, yd, color=colour, label=label, linewidth=width,
+        ax.plot(xd, yd, color=colour, label=label, linewidth=width, linestyle=style,
                 marker=marker if len(xd) <= 60 else None, markersize=3)
     return int(np.isfinite(y).sum())
 
@@ -163,6 +163,11 @@ def _shade_segments(ax: Axes, run: Run) -> None:
 
 def _failures(findings: Iterable[Finding]) -> list[Finding]:
     return [f for f in findings if f.family not in (Family.HEALTHY, Family.UNKNOWN)]
+
+
+def _culprits(findings: Iterable[Finding]) -> set[int]:
+    """The ranks the failure findings name."""
+    return {r for f in _failures(findings) for r in f.ranks}
 
 
 def marks_for(findings: Iterable[Finding], tags: Sequence[str]
@@ -420,8 +425,11 @@ def speed_plot(run: Run, findings: Sequence[Finding]) -> Figure | None:
             cmap = colormaps["tab20"]
             shown = ranks[:MAX_RANK_LINES]
             for j, r in enumerate(shown):
-                lines += _line(ax, run.series(tag, rank=r), label=f"{tag} rank {r}",
-                               colour=cmap(j % 20), width=1.0 if i == 0 else 0.7)
+                culprit = r in _culprits(findings)
+                lines += _line(ax, run.series(tag, rank=r),
+                               label=f"{tag} rank {r}" + (" (culprit)" if culprit else ""),
+                               colour=RED if culprit else cmap(j % 20),
+                               width=2.2 if culprit else 1.0, style=("-", "--", ":")[i % 3])
         else:
             lines += _line(ax, run.series(tag), label=tag, colour=colours[i % len(colours)])
     _shade_segments(ax, run)
@@ -454,7 +462,9 @@ def _wall_step_time_plot(run: Run, findings: Sequence[Finding]) -> Figure | None
 
         cmap = colormaps["tab20"]
         for j, r in enumerate(ranked):
-            _line(ax, times[r].seconds, label=f"rank {r}", colour=cmap(j % 20), width=1.0)
+            culprit = r in _culprits(findings)
+            _line(ax, times[r].seconds, label=f"rank {r}" + (" (culprit)" if culprit else ""),
+                  colour=RED if culprit else cmap(j % 20), width=2.2 if culprit else 1.0)
     else:
         _line(ax, times[ranked[0]].seconds, label="seconds per step", colour=BLUE)
     _shade_segments(ax, run)
@@ -492,7 +502,7 @@ def rank_timeline_plot(status: pd.DataFrame, findings: Sequence[Finding]) -> Fig
 
     if status is None or status.empty or len(status) < 2:
         return None
-    culprits = {r for f in _failures(findings) for r in f.ranks}
+    culprits = _culprits(findings)
     rows = pick_ranks(status, culprits)
     height = min(1.2 + 0.32 * len(rows), 14.0)
     fig, ax = _new_figure(height)

@@ -218,3 +218,15 @@ def test_without_a_timing_tag_step_time_comes_from_wall_times() -> None:
     assert slow == {20, 40, 60, 80, 100, 120}  # the checkpoint stalls
     stall = next(f for f in diagnosis.findings if f.family is Family.SLOW)
     assert float(stall.step) in _vlines_at(fig)
+
+
+def test_the_straggler_rank_stands_out() -> None:
+    run = load_run(SAMPLE_RUNS / "slow_rank_straggler_4ranks")
+    diagnosis = diagnose(run)
+    assert diagnosis.verdict.ranks == (2,)
+    fig = plots.speed_plot(run, diagnosis.findings)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    culprit = lines["data_time rank 2 (culprit)"]
+    other = lines["data_time rank 0"]
+    assert culprit.get_linewidth() > other.get_linewidth()
+    assert lines["compute_time rank 2 (culprit)"].get_linestyle() != culprit.get_linestyle()
