@@ -138,7 +138,8 @@ def test_step_time_plot_draws_one_line_per_rank() -> None:
     run = load_run(SAMPLE_RUNS / "slow_rank_straggler_4ranks")
     fig = plots.speed_plot(run, diagnose(run).findings)
     assert fig is not None
-    labels = fig.axes[0].get_legend_handles_labels()[1]
+    labels = [label.removesuffix(" (culprit)")
+              for label in fig.axes[0].get_legend_handles_labels()[1]]
     assert {f"data_time rank {r}" for r in range(4)} <= set(labels)
 
 
