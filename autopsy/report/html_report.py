@@ -322,7 +322,9 @@ def render_analysis_html(run: Run, diagnosis: Diagnosis, out: IO[str], *,
     if plots and plotting_available():
         from autopsy.report.plots import render_plots
 
-        rendered = render_plots(run, diagnosis.findings, rank_status)
+        errors: list[str] = []
+        rendered = render_plots(run, diagnosis.findings, rank_status, errors)
+        note = "; ".join(errors) or None
     elif plots:
         note = NO_MATPLOTLIB
     blocks = analysis_blocks(run, diagnosis, rank_status=rank_status, plots=rendered,

@@ -67,7 +67,9 @@ def render_analysis_markdown(run: Run, diagnosis: Diagnosis, out: IO[str], *,
     if output is not None and plotting_available():
         from autopsy.report.plots import render_plots
 
-        rendered = render_plots(run, diagnosis.findings, rank_status)
+        errors: list[str] = []
+        rendered = render_plots(run, diagnosis.findings, rank_status, errors)
+        note = "; ".join(errors) or None
     else:
         note = NO_PLOTS_NOTE if output is None else NO_MATPLOTLIB
     blocks = analysis_blocks(run, diagnosis, rank_status=rank_status, plots=rendered,

@@ -609,10 +609,12 @@ def to_png(fig: Figure) -> tuple[bytes, int, int]:
 
 
 def render_plots(run: Run, findings: Sequence[Finding],
-                 rank_status: pd.DataFrame | None = None) -> list[RenderedPlot]:
+                 rank_status: pd.DataFrame | None = None,
+                 errors: list[str] | None = None) -> list[RenderedPlot]:
     """Every plot the run has data for, rendered to PNG, in report order.
 
-    A plot that fails to draw (odd data) is left out rather than taking the report down.
+    A plot that fails to draw (odd data) is left out rather than taking the report down;
+    why is appended to ``errors`` when given.
     """
     out: list[RenderedPlot] = []
     jobs: list[tuple[str, str, Callable[[], Figure | None]]] = []
@@ -627,7 +629,9 @@ def render_plots(run: Run, findings: Sequence[Finding],
             if fig is None:
                 continue
             png, width, height = to_png(fig)
-        except (ValueError, TypeError, OverflowError, KeyError):
+        except Exception as exc:  # one odd series must not take the report down
+            if errors is not None:
+                errors.append(f"plot {name} left out: {type(exc).__name__}: {exc}")
             continue
         out.append(RenderedPlot(name=name, title=title, png=png, width=width, height=height))
     return out

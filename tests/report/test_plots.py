@@ -231,3 +231,16 @@ def test_the_straggler_rank_stands_out() -> None:
     other = lines["data_time rank 0"]
     assert culprit.get_linewidth() > other.get_linewidth()
     assert lines["compute_time rank 2 (culprit)"].get_linestyle() != culprit.get_linestyle()
+
+
+def test_a_plot_that_fails_is_left_out_with_the_reason(nan_run, monkeypatch) -> None:
+    run, diagnosis = nan_run
+
+    def broken(run, findings):
+        raise RuntimeError("odd data")
+
+    monkeypatch.setattr(plots, "RUN_PLOTS", (("loss", "Loss", broken), *plots.RUN_PLOTS[1:]))
+    errors: list[str] = []
+    rendered = plots.render_plots(run, diagnosis.findings, errors=errors)
+    assert [p.name for p in rendered][:1] == ["grad_norm"]
+    assert errors == ["plot loss left out: RuntimeError: odd data"]
