@@ -116,7 +116,8 @@ def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) ->
         follower_sources=[s.path for s in sources if s.reader == "trainer_state"],
         leader_sources=[s.path for s in sources if s.reader == "tensorboard"],
     )
-    checkpoints = _audit_checkpoints(root, problems) if len(starts) == 1 else []
+    checkpoints = (_audit_checkpoints(root, problems, fp16=_fp16(config))
+                   if len(starts) == 1 else [])
     run = Run(
         root=root,
         scalars=scalars,
@@ -158,7 +159,7 @@ def _audit_resume_sources(run: Run) -> None:
             if str(ref.path.resolve()) in have:
                 continue
             have.add(str(ref.path.resolve()))
-            audit = audit_one(ref)
+            audit = audit_one(ref, fp16=_fp16(run.config))
             if not audit.weights_only:
                 extra.append(audit)
     except Exception as exc:  # the audit must degrade the report, never crash it
@@ -213,7 +214,20 @@ def _inside(path: Path, roots: list[Path]) -> bool:
     return any(resolved == r or r in resolved.parents for r in roots)
 
 
-def _audit_checkpoints(root: Path, problems: list[Problem]) -> list[Any]:
+def _fp16(config: RunConfig) -> bool | None:
+    """Whether the run's config says it trained in fp16 (None: it does not say)."""
+    value = config.get("fp16")
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
+def _audit_checkpoints(root: Path, problems: list[Problem], *,
+                       fp16: bool | None = None) -> list[Any]:
     """The audit of the run's checkpoints (metadata only), for the resume rules.
 
     From the one a resume would pick back to the newest resumable one (older ones are
@@ -232,7 +246,7 @@ def _audit_checkpoints(root: Path, problems: list[Problem]) -> list[Any]:
 
     try:
         scan = _checkpoint_bytes(find_checkpoints(root)) <= ANALYZE_SCAN_BYTES
-        report = audit_path(root, stop_at_resumable=True, scan_values=scan)
+        report = audit_path(root, stop_at_resumable=True, scan_values=scan, fp16=fp16)
     except NothingReadable:
         return []
     except Exception as exc:  # the audit must degrade the report, never crash it

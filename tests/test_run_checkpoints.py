@@ -45,3 +45,11 @@ def test_the_checkpoint_a_restart_resumed_from_is_audited_too() -> None:
     run = load_run(SAMPLE_RUNS / "resume_data_position_lost")
     names = [r["path"] for r in run_summary(run)["checkpoints"]]
     assert names == ["ckpt_step_60.pt", "ckpt_step_120.pt"]  # oldest first, picked last
+
+
+def test_the_run_tells_the_audit_it_trained_in_fp16() -> None:
+    """``resume_grad_scaler_lost``: plain ``torch.save`` dicts without a scaler, from an fp16
+    run (its config says so; the files do not): the scaler is missing, not unneeded."""
+    run = load_run(SAMPLE_RUNS / "resume_grad_scaler_lost")
+    rows = run_summary(run)["checkpoints"]
+    assert rows and all(r["losses"] == ["grad_scaler (missing)"] for r in rows)

@@ -63,15 +63,18 @@ def _gather(ref: CheckpointRef) -> Parts:
 
 
 def audit_one(ref: CheckpointRef, *, world_size: int | None = None,
-              scan_values: bool = False) -> CheckpointAudit:
+              scan_values: bool = False, fp16: bool | None = None) -> CheckpointAudit:
     """Audit one checkpoint (see :func:`audit_path`)."""
-    return _audit(ref, world_size, scan_values)[0]
+    return _audit(ref, world_size, scan_values, fp16=fp16)[0]
 
 
 def _audit(ref: CheckpointRef, world_size: int | None, scan_values: bool,
-           progress: Progress | None = None) -> tuple[CheckpointAudit, bool]:
+           progress: Progress | None = None, *, fp16: bool | None = None
+           ) -> tuple[CheckpointAudit, bool]:
     """The audit, and whether any of its files could be read at all."""
     parts = _gather(ref)
+    if parts.fp16 is None and fp16 is not None:  # the files do not say; the run does
+        parts.fp16 = fp16
     gs = parts.global_steps[0][1] if parts.global_steps else ref.step
     judge = Judge(parts, gs)
     integrity.check(judge)
@@ -96,10 +99,11 @@ def _audit(ref: CheckpointRef, world_size: int | None, scan_values: bool,
 
 
 def _guarded(ref: CheckpointRef, world_size: int | None, scan_values: bool,
-             progress: Progress | None = None) -> tuple[CheckpointAudit, bool]:
+             progress: Progress | None = None, *, fp16: bool | None = None
+             ) -> tuple[CheckpointAudit, bool]:
     """:func:`_audit`, with an unexpected failure turned into a not-resumable result."""
     try:
-        return _audit(ref, world_size, scan_values, progress)
+        return _audit(ref, world_size, scan_values, progress, fp16=fp16)
     except Exception as exc:  # a bug on odd input must degrade the report, never crash it
         what = f"the audit of {ref.path.name} failed: {type(exc).__name__}: {exc}"
         finding = Finding(
@@ -118,7 +122,7 @@ def _guarded(ref: CheckpointRef, world_size: int | None, scan_values: bool,
 
 def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
                scan_values: bool = False, stop_at_resumable: bool = False,
-               progress: Progress | None = None) -> AuditReport:
+               progress: Progress | None = None, fp16: bool | None = None) -> AuditReport:
     """Audit a checkpoint file, a checkpoint folder, or every checkpoint under a run dir.
 
     The verdict (``report.resumable``) is about the checkpoint a resume would pick:
@@ -128,6 +132,9 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
     and no further (``report.checkpoints`` then holds only those): what ``load_run``
     uses, so that a run dir with many large checkpoints stays cheap to load.
     ``progress`` is called with the byte count of each tensor ``scan_values`` has read.
+    ``fp16`` says whether the run trained in fp16 when the files do not (``load_run``
+    passes the run's config): a grad scaler is then needed, and steps the scaler skipped
+    explain an optimizer step count below the global step.
 
     Raises:
         RunNotFound: ``path`` does not exist.
@@ -156,7 +163,7 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
     order = [picked_ref, *(r for r in reversed(refs) if r is not picked_ref)]
     results: dict[Path, tuple[CheckpointAudit, bool]] = {}
     for ref in order:
-        results[ref.path] = _guarded(ref, world_size, scan_values, progress)
+        results[ref.path] = _guarded(ref, world_size, scan_values, progress, fp16=fp16)
         if stop_at_resumable and results[ref.path][0].resumable:
             break
     audits = {path: audit for path, (audit, _) in results.items()}
