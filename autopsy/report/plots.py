@@ -343,7 +343,7 @@ def lr_plot(run: Run, findings: Sequence[Finding]) -> Figure | None:
         ax.axvspan(first, warmup, color=ORANGE, alpha=0.15, lw=0,
                    label=f"warm-up ({warmup} steps)")
     _shade_segments(ax, run)
-    _mark_findings(ax, findings, ["learning_rate"], series)
+    _mark_findings(ax, findings, ["learning_rate"], series, first_bad=True)
     ax.set_ylabel("learning rate")
     ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
     return _finish(fig, ax, "Learning-rate schedule")

@@ -244,3 +244,15 @@ def test_a_plot_that_fails_is_left_out_with_the_reason(nan_run, monkeypatch) -> 
     rendered = plots.render_plots(run, diagnosis.findings, errors=errors)
     assert [p.name for p in rendered][:1] == ["grad_norm"]
     assert errors == ["plot loss left out: RuntimeError: odd data"]
+
+
+def test_lr_plot_shows_the_warmup_and_the_step_a_resume_finding_names() -> None:
+    run = load_run(SAMPLE_RUNS / "resume_scheduler_not_restored")
+    diagnosis = diagnose(run)
+    assert diagnosis.verdict.code == "RES010"
+    fig = plots.lr_plot(run, diagnosis.findings)
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "warm-up (10 steps)" in labels
+    assert 41.0 in _vlines_at(fig)  # the restart
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert f"RES010: step {diagnosis.verdict.step}" in texts and "restart 1" in texts
