@@ -82,6 +82,7 @@ class Image:
     png: bytes
     width: int = 0
     height: int = 0
+    caption: str = ""
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ def _block_html(block: Block) -> str:
                 if block.width and block.height else "")
         return (f'<figure><img class="plot" alt="{esc(block.title)}" data-plot="{esc(block.name)}"'
                 f' src="data:image/png;base64,{data}"{size}>'
-                f"<figcaption>{esc(block.title)}</figcaption></figure>")
+                f"<figcaption>{esc(block.caption or block.title)}</figcaption></figure>")
     if isinstance(block, Callout):
         body = "".join(_block_html(b) for b in block.body)
         return (f'<section class="verdict {block.tone.value}" id="verdict">'
@@ -304,7 +305,8 @@ def _block_md(block: Block, image_link: Callable[[Image], str | None]) -> str:
         link = image_link(block)
         if link is None:
             return ""
-        return f"![{md_esc(block.title)}]({link})"
+        caption = f"\n\n*{md_esc(block.caption)}*" if block.caption else ""
+        return f"![{md_esc(block.title)}]({link}){caption}"
     if isinstance(block, Callout):
         words = block.headline if not isinstance(block.headline, (str, Span)) \
             else [block.headline]

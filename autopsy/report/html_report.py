@@ -178,7 +178,7 @@ def _utc(value: Any) -> str:
 
 def plot_blocks(plots: Sequence[RenderedPlot]) -> list[Block]:
     """The plots as images, in report order."""
-    return [Image(p.name, p.title, p.png, p.width, p.height) for p in plots]
+    return [Image(p.name, p.title, p.png, p.width, p.height, p.caption) for p in plots]
 
 
 def _read_blocks(run: Run) -> list[Block]:

@@ -55,13 +55,15 @@ ENDING_COLOURS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class RenderedPlot:
-    """One plot rendered to PNG: a file-safe ``name``, a ``title`` and the bytes."""
+    """One plot rendered to PNG: a file-safe ``name``, a short ``title``, the bytes, and a
+    ``caption`` that says what is marked."""
 
     name: str
     title: str
     png: bytes
     width: int
     height: int
+    caption: str = ""
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -573,22 +575,27 @@ def _safe_int(value: Any) -> int | None:
 
 # ---------------------------------------------------------------------------- rendering
 
-#: The run plots, in report order: (file-safe name, title, function).
+#: The run plots, in report order: (file-safe name, caption, function). The caption says
+#: what is marked; the plot's own title is its first sentence.
 RUN_PLOTS: tuple[tuple[str, str, Callable[[Run, Sequence[Finding]], Figure | None]], ...] = (
     ("loss", "Loss (train and eval). Red line: a finding's first bad step; red triangles: "
-             "NaN/Inf points; circles: steps the evidence names; grey: earlier segments",
+             "NaN/Inf points; circles: steps the evidence names; grey: earlier segments.",
      loss_plot),
-    ("grad_norm", "Gradient norm (log scale when it spans decades). Circles: the spikes the "
-                  "findings name; shaded: their evidence window; dotted: max_grad_norm",
+    ("grad_norm", "Gradient norm. Log scale when it spans decades; circles: the spikes the "
+                  "findings name; shaded: their evidence window; dotted: max_grad_norm.",
      grad_norm_plot),
-    ("learning_rate", "Learning rate as logged. Orange: the configured warm-up; dashed: "
-                      "restarts (segment boundaries)", lr_plot),
-    ("loss_scale", "fp16 loss scale (log) and skipped steps", loss_scale_plot),
-    ("step_time", "Step time: as logged (data and compute time too), else throughput, else "
+    ("learning_rate", "Learning-rate schedule. As logged; orange: the configured warm-up; "
+                      "dashed: restarts (segment boundaries); red line: a finding's step.",
+     lr_plot),
+    ("loss_scale", "fp16 loss scale and skipped steps. The loss scale on a log axis, the "
+                   "skipped steps on the right.", loss_scale_plot),
+    ("step_time", "Step time. As logged (data and compute time too), else throughput, else "
                   "seconds per step from the logged steps' wall times; per rank when several; "
-                  "red line: where a slow finding begins", speed_plot),
+                  "red line: where a slow finding begins.", speed_plot),
 )
-
+#: The caption of the per-rank timeline.
+RANKS_CAPTION = ("Ranks. The last step each rank logged, coloured by how it ended; X: its "
+                 "first error; red label: a culprit rank.")
 
 #: Every plot's file-safe name (the Markdown report's PNG files are named after them).
 PLOT_NAMES: tuple[str, ...] = ("ranks", *(name for name, _, _ in RUN_PLOTS))
@@ -619,9 +626,7 @@ def render_plots(run: Run, findings: Sequence[Finding],
     out: list[RenderedPlot] = []
     jobs: list[tuple[str, str, Callable[[], Figure | None]]] = []
     if rank_status is not None:
-        jobs.append(("ranks", "Per rank: the last step logged, coloured by how the rank ended; "
-                     "X: its first error; red label: a culprit rank",
-                     lambda: rank_timeline_plot(rank_status, findings)))
+        jobs.append(("ranks", RANKS_CAPTION, lambda: rank_timeline_plot(rank_status, findings)))
     jobs.extend((name, title, _bind(func, run, findings)) for name, title, func in RUN_PLOTS)
     for name, title, make in jobs:
         try:
@@ -633,7 +638,8 @@ def render_plots(run: Run, findings: Sequence[Finding],
             if errors is not None:
                 errors.append(f"plot {name} left out: {type(exc).__name__}: {exc}")
             continue
-        out.append(RenderedPlot(name=name, title=title, png=png, width=width, height=height))
+        out.append(RenderedPlot(name=name, title=title.split(". ", 1)[0], png=png, width=width,
+                                height=height, caption=title))
     return out
 
 
