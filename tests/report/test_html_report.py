@@ -180,3 +180,19 @@ def test_ckpt_html_resumable_is_green() -> None:
     render_ckpt_html(audit_path(SAMPLE_RUNS / "ckpt_hf_good"), out)
     assert 'class="verdict good"' in out.getvalue()
     assert "RESUMABLE: " in out.getvalue()
+
+
+def test_could_not_decide_is_amber_and_says_why() -> None:
+    from autopsy.model.verdict import Verdict
+    from autopsy.rules.engine import Diagnosis
+
+    run = load_run(SAMPLE_RUNS / "nan_after_grad_spike")
+    diagnosis = Diagnosis(verdict=Verdict.unknown("the run lacks <signals>"), findings=(),
+                          skipped=(), ran=())
+    out = io.StringIO()
+    render_analysis_html(run, diagnosis, out, plots=False)
+    page = out.getvalue()
+    assert 'class="verdict warn"' in page
+    assert "VERDICT: unknown" in page and "the run lacks &lt;signals&gt;" in page
+    assert "No rule found anything." in page and "Every rule ran." in page
+    assert "<img" not in page
