@@ -418,33 +418,49 @@ def speed_plot(run: Run, findings: Sequence[Finding]) -> Figure | None:
         return _wall_step_time_plot(run, findings)
     fig, ax = _new_figure()
     colours = [BLUE, ORANGE, GREEN, PURPLE, RED, GREY]
-    lines = 0
     for i, tag in enumerate(present):
         ranks = _ranks_of(run, tag)
         if len(ranks) > 1:
             from matplotlib import colormaps
 
             cmap = colormaps["tab20"]
-            shown = ranks[:MAX_RANK_LINES]
-            for j, r in enumerate(shown):
+            for j, r in enumerate(_ranks_to_draw(ranks, findings)):
                 culprit = r in _culprits(findings)
-                lines += _line(ax, run.series(tag, rank=r),
+                _line(ax, run.series(tag, rank=r),
                                label=f"{tag} rank {r}" + (" (culprit)" if culprit else ""),
                                colour=RED if culprit else cmap(j % 20),
                                width=2.2 if culprit else 1.0, style=("-", "--", ":")[i % 3])
         else:
-            lines += _line(ax, run.series(tag), label=tag, colour=colours[i % len(colours)])
+            _line(ax, run.series(tag), label=tag, colour=colours[i % len(colours)])
     _shade_segments(ax, run)
     _mark_findings(ax, findings, present, run.series(present[0]), first_bad=False)
     _mark_slow(ax, findings)
     ax.set_ylabel(unit)
     title = "Step time" if unit == "seconds" else "Throughput"
     fig = _finish(fig, ax, title)
-    legend = ax.get_legend()
-    if legend is not None and len(legend.get_texts()) > 8:
-        legend.remove()
-        ax.legend(fontsize=7, ncol=4, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _trim_legend(ax)
     return fig
+
+
+def _ranks_to_draw(ranks: list[int], findings: Sequence[Finding]) -> list[int]:
+    """The first :data:`MAX_RANK_LINES` ranks, and every culprit rank beyond them."""
+    culprits = _culprits(findings) & set(ranks)
+    return sorted(set(ranks[:MAX_RANK_LINES]) | culprits)
+
+
+def _trim_legend(ax: Axes) -> None:
+    """With many per-rank lines, the legend names only the culprits (and says how many)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if len(labels) <= 8:
+        return
+    keep = [(h, lab) for h, lab in zip(handles, labels, strict=True) if "culprit" in lab]
+    legend = ax.get_legend()
+    if legend is not None:
+        legend.remove()
+    if keep:
+        ax.legend([h for h, _ in keep], [lab for _, lab in keep], fontsize=8, loc="best",
+                  framealpha=0.8, title=f"{len(labels)} lines, one per rank and tag",
+                  title_fontsize=7)
 
 
 def _wall_step_time_plot(run: Run, findings: Sequence[Finding]) -> Figure | None:
@@ -458,7 +474,9 @@ def _wall_step_time_plot(run: Run, findings: Sequence[Finding]) -> Figure | None
     if not times:
         return None
     fig, ax = _new_figure()
-    ranked = sorted(times, key=lambda r: -1 if r is None else r)[:MAX_RANK_LINES]
+    every = sorted(times, key=lambda r: -1 if r is None else r)
+    ranked = every[:MAX_RANK_LINES] if None in times else _ranks_to_draw(
+        [r for r in every if r is not None], findings)
     if len(ranked) > 1:
         from matplotlib import colormaps
 
@@ -475,10 +493,7 @@ def _wall_step_time_plot(run: Run, findings: Sequence[Finding]) -> Figure | None
     _mark_slow(ax, findings)
     ax.set_ylabel("seconds per step")
     fig = _finish(fig, ax, "Step time, from the wall times of the logged steps")
-    legend = ax.get_legend()
-    if legend is not None and len(legend.get_texts()) > 8:
-        legend.remove()
-        ax.legend(fontsize=7, ncol=4, loc="upper left")
+    _trim_legend(ax)
     return fig
 
 

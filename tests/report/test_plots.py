@@ -256,3 +256,11 @@ def test_lr_plot_shows_the_warmup_and_the_step_a_resume_finding_names() -> None:
     assert 41.0 in _vlines_at(fig)  # the restart
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert f"RES010: step {diagnosis.verdict.step}" in texts and "restart 1" in texts
+
+
+def test_many_ranks_draw_the_first_sixteen_and_every_culprit() -> None:
+    culprit = Finding(code="TST002", name="t", family=Family.SLOW, cause="straggler",
+                      severity=Severity.ERROR, confidence=1.0, title="t", message="m",
+                      ranks=(30,))
+    drawn = plots._ranks_to_draw(list(range(40)), [culprit])
+    assert drawn == [*range(plots.MAX_RANK_LINES), 30]
