@@ -54,6 +54,13 @@ def library_errors(func: F) -> F:
 REPORT_FORMATS: tuple[str, ...] = ("text", "json", "markdown", "html")
 
 
+def _reading_progress() -> Any:
+    """Progress bars on stderr (a terminal only) for reads that last more than a second."""
+    from autopsy.report.progress import stderr_progress
+
+    return stderr_progress()
+
+
 def _format_from(fmt: str | None, output: str | None, allowed: tuple[str, ...],
                  default: str) -> str:
     if fmt:
@@ -169,7 +176,8 @@ def analyze(run_dir: Path, fmt: str | None, output: str | None, verbose: bool,
 
     fmt = _format_from(fmt, output, REPORT_FORMATS, "text")
     settings = load_settings(sets=sets, select=select, ignore=ignore, config=config)
-    run = load_run(run_dir)
+    with _reading_progress():
+        run = load_run(run_dir)
     if is_empty(run):
         found = len(run.sources) + len(run.unread)
         why = "; ".join(f"{p.source}: {p.what}" for p in run.problems[:3])
@@ -257,7 +265,8 @@ def ranks(paths: tuple[Path, ...], fmt: str | None, output: str | None, verbose:
 
     fmt = _format_from(fmt, output, REPORT_FORMATS, "text")
     settings = load_settings(sets=sets, select=select, ignore=ignore, config=config)
-    run = load_run(list(paths))
+    with _reading_progress():
+        run = load_run(list(paths))
     if is_empty(run):
         _fail(f"nothing readable in {', '.join(str(p) for p in paths)}: "
               f"{len(run.unread)} file(s) found, none is a log autopsy can read")
@@ -470,7 +479,8 @@ def timeline(run_dir: Path, tags: tuple[str, ...], fmt: str | None,
     fmt = _format_from(fmt, output, export.FORMATS, "csv")
     if fmt == "parquet" and output is None:
         _fail("parquet output needs -o FILE")
-    run = load_run(run_dir)
+    with _reading_progress():
+        run = load_run(run_dir)
     if run.scalars.empty:
         _fail(f"no scalars found in {run_dir}")
     frame = export.select_tags(run.scalars, tags)
