@@ -490,8 +490,9 @@ def main() -> None:
         rg_note = "" if rg else " (`rg` not on PATH here: no ripgrep row)"
         body = (
             f"`python bench/ranklogs.py` — {len(files) - 1} rank logs x 40 MB + a launcher "
-            f"log ({total / 1e9:.2f} GB), generated into `bench/out/ranklogs/`; failures "
-            f"planted near each file's end (rank {OOM_RANK}: CUDA OOM traceback; every other "
+            f"log ({total / 1e9:.2f} GB), generated into "
+            f"`{OUT.relative_to(ROOT).as_posix()}/`; failures planted near each file's end "
+            f"(rank {OOM_RANK}: CUDA OOM traceback; every other "
             f"rank but {SILENT[0]}, {SILENT[1]}: NCCL watchdog timeout; `launcher.log`: "
             "torchelastic ChildFailedError). Whole-process, page cache warm, median of "
             f"{args.runs} runs after a warm-up (other rows: {args.fallback_runs}){rg_note}. The "
