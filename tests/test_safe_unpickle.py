@@ -495,3 +495,33 @@ def test_dcp_layout_lookup_is_benign_but_torch_serialization_is_not() -> None:
     assert danger_reason("torch.serialization._get_layout") is None
     assert danger_reason("torch.serialization.load") is not None
     assert danger_reason("torch.serialization._load") is not None
+
+
+def test_a_payload_in_the_storage_keys_pickle_of_a_legacy_file_is_reported() -> None:
+    """The list of storage keys after a legacy file's object is a pickle torch.load reads
+    too: a payload there (``os.system`` called, its result popped) must be reported."""
+    import io
+    import pickle
+    import pickletools
+
+    import torch
+
+    from autopsy.formats.unpickle import load_torch
+
+    buf = io.BytesIO()
+    torch.save({"w": torch.ones(3)}, buf, _use_new_zipfile_serialization=False)
+    data = buf.getvalue()
+    stream = io.BytesIO(data)
+    ends = []
+    for _ in range(5):
+        for _op in pickletools.genops(stream):
+            pass
+        ends.append(stream.tell())
+    keys = pickle.loads(data[ends[3]:ends[4]])
+    hostile = (b"\x80\x02cos\nsystem\n(X\x04\x00\x00\x00truetR0"
+               + pickle.dumps(keys, protocol=2)[2:])
+    assert pickle.loads(hostile.replace(b"cos\nsystem\n", b"cos\ngetpid\n")
+                        .replace(b"(X\x04\x00\x00\x00truetR0", b"(tR0")) == keys
+    got = load_torch(io.BytesIO(data[:ends[3]] + hostile + data[ends[4]:]))
+    assert got.container == "torch_legacy"
+    assert "os.system" in got.dangerous

@@ -84,9 +84,13 @@ def _torch_legacy_or_pickle(fh: IO[bytes], limits: dict[str, int]) -> Unpickled:
     version = scan_stream(fh, limits)
     sys_info = scan_stream(fh, limits)
     main = scan_stream(fh, limits)
-    # Every one of the four pickles can hide a payload (one that still leaves the magic
+    parts: tuple[Unpickled, ...] = (first, version, sys_info, main)
+    try:  # the list of storage keys: torch.load unpickles it too
+        parts += (scan_stream(fh, limits),)
+    except UnpickleError:
+        pass  # torn or absent: the object above is still what the file holds
+    # Every one of these pickles can hide a payload (one that still leaves the magic
     # number on the stack, say): report what any of them references.
-    parts = (first, version, sys_info, main)
     names = tuple(dict.fromkeys(n for part in parts for n in part.globals))
     mutated = tuple(dict.fromkeys(n for part in parts for n in part.mutated_globals))
     return Unpickled(main.obj, names, mutated, main.persistent_ids,
