@@ -33,6 +33,8 @@ NAME = "ranklogs"
 PARALLEL_BYTES = 64 << 20
 #: Worker processes used for large inputs.
 WORKERS = 2
+#: Files in flight per worker (finished results wait at most this long to be merged).
+FLIGHT = 2
 
 _LOG_NAME = re.compile(
     r"(?:\.(?:log|out|err)|^(?:stdout|stderr)[^/]*|^slurm-[^/]*\.out)(?:\.\d+)?(?:\.gz)?$",
@@ -106,7 +108,7 @@ def _total_size(paths: list[Path]) -> int:
 def _scan_all(paths: list[Path], rels: list[str]) -> Iterator[FileResult]:
     """Every file's result, in the order given; in worker processes for large inputs.
 
-    At most ``2 × WORKERS`` files are in flight, so finished results never pile up
+    At most ``FLIGHT × WORKERS`` files are in flight, so finished results never pile up
     while an earlier, larger file is still being scanned.
     """
     if len(paths) > 1 and _total_size(paths) > PARALLEL_BYTES:
@@ -142,7 +144,7 @@ def _in_pool(pool: ProcessPoolExecutor, paths: list[Path], rels: list[str]
         return True
 
     with pool:
-        for _ in range(2 * WORKERS):
+        for _ in range(FLIGHT * WORKERS):
             if not submit():
                 break
         while flight:
