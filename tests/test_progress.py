@@ -71,3 +71,19 @@ def test_the_bar_waits_a_second_and_stays_off_pipes() -> None:
     quiet("reading rank logs", 50, 100)
     quiet.close()
     assert piped.getvalue() == "" and not quiet.enabled
+
+
+def test_one_large_log_reports_block_by_block(tmp_path: Path, monkeypatch) -> None:
+    from autopsy.readers.ranklogs import scan
+
+    monkeypatch.setattr(scan, "PROGRESS_BYTES", 1)
+    path = tmp_path / "rank0.log"
+    path.write_text("".join(f"step {s} loss 1.0 lr 0.1 and some padding to fill blocks\n"
+                            for s in range(1, 100_001)), encoding="utf-8")
+    seen: list[tuple[str, int, int]] = []
+    with listening(lambda what, done, total: seen.append((what, done, total))):
+        read_group([path], [path.name])
+    own = [s for s in seen if s[0] == "reading rank0.log"]
+    size = path.stat().st_size
+    assert len(own) >= 2 and own[-1][1:] == (size, size)
+    assert [s[1] for s in own] == sorted(s[1] for s in own)

@@ -20,6 +20,7 @@ from typing import Any
 
 from autopsy.model.events import EventKind
 from autopsy.model.problem import Problem
+from autopsy.readers.progress import report
 from autopsy.readers.ranklogs import events as ev
 from autopsy.readers.ranklogs.budget import max_points, thin_columns
 from autopsy.readers.ranklogs.fastpath import Found, block_hits, marker_offsets
@@ -265,6 +266,7 @@ def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None) -> Fil
     out = FileResult(source=rel)
     state = _State(rel, info, out)
     truncated = 0
+    size = _progress_size(path)
     try:
         with open_binary(path) as stream:
             counted = found is None or found.lines is None
@@ -276,6 +278,8 @@ def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None) -> Fil
                     if hits is None:
                         return None
                 _scan_block(block.data, block.first_line, state, hits)
+                if size:
+                    report(f"reading {rel}", min(block.offset + len(block.data), size), size)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         out.problems.append(Problem(rel, f"read stopped early: {type(exc).__name__}: {exc}",
                                     used="the lines before it", kind="truncated"))
@@ -286,6 +290,21 @@ def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None) -> Fil
     out.scalars.settle()
     _close_events(state)
     return out
+
+
+#: A file this large reports its own progress, block by block (when read in this process).
+PROGRESS_BYTES = 64 << 20
+
+
+def _progress_size(path: Path) -> int:
+    """The size to report progress against: a large plain file's, else 0 (no reports)."""
+    if path.name.endswith(".gz"):
+        return 0
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return 0
+    return size if size >= PROGRESS_BYTES else 0
 
 
 def _follow(data: bytes, pos: int) -> Iterator[tuple[str, int]]:
