@@ -10,7 +10,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from autopsy.errors import RunNotFound
-from autopsy.model.config import RunConfig
+from autopsy.model.config import RunConfig, as_flag
 from autopsy.model.events import empty_events
 from autopsy.model.problem import Problem
 from autopsy.model.run import Run, SourceInfo
@@ -216,14 +216,7 @@ def _inside(path: Path, roots: list[Path]) -> bool:
 
 def _fp16(config: RunConfig) -> bool | None:
     """Whether the run's config says it trained in fp16 (None: it does not say)."""
-    value = config.get("fp16")
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    return None
+    return as_flag(config.get("fp16"))
 
 
 def _audit_checkpoints(root: Path, problems: list[Problem], *,

@@ -113,3 +113,12 @@ def test_series_prefers_an_exact_source_over_a_rounded_text_log() -> None:
                   sources=[SourceInfo("trainer_state.json", "trainer_state"),
                            SourceInfo("train.log", "ranklogs")])
         assert run.series("loss").tolist() == [2.34567, 1.23456, 0.5]
+
+
+def test_verdict_headline() -> None:
+    from autopsy.model import Family, Verdict
+
+    v = Verdict(family=Family.NAN_INF, title="t", message="m", cause="lr_too_high", code="NAN001",
+                step=31, ranks=(1, 3))
+    assert v.headline() == "nan_inf · cause lr_too_high · step 31 · rank 1,3 · NAN001"
+    assert Verdict.unknown("why").headline() == "unknown"

@@ -91,3 +91,14 @@ class RunConfig:
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Return ``{key: {"value": ..., "source": ...}}`` for the values used."""
         return {k: {"value": e.value, "source": e.source} for k, e in self._first.items()}
+
+
+def as_flag(value: Any) -> bool | None:
+    """True/False from a bool, 0/1 or "true"/"false" (as configs spell flags); None otherwise."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None

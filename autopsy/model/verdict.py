@@ -40,6 +40,19 @@ class Verdict:
             confidence=finding.confidence,
         )
 
+    def headline(self) -> str:
+        """One line for a report's top: ``nan_inf · cause lr_too_high · step 31 · NAN001``."""
+        parts = [self.family.value]
+        if self.cause:
+            parts.append(f"cause {self.cause}")
+        if self.step is not None:
+            parts.append(f"step {self.step}")
+        if self.ranks:
+            parts.append("rank " + ",".join(str(r) for r in self.ranks))
+        if self.code:
+            parts.append(self.code)
+        return " · ".join(parts)
+
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON report's ``verdict`` object."""
         out = asdict(self)

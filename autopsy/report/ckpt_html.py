@@ -27,6 +27,7 @@ from autopsy.report._html import (
     to_html,
     to_markdown,
 )
+from autopsy.report.ckpt_text import checkpoint_name, describe
 from autopsy.report.html_report import finding_blocks
 
 STATUS_TONE: dict[Status, Tone] = {
@@ -37,21 +38,6 @@ STATUS_TONE: dict[Status, Tone] = {
 
 def _root(report: AuditReport) -> str:
     return report.path if Path(report.path).is_dir() else str(Path(report.path).parent)
-
-
-def _name(audit: CheckpointAudit, root: str) -> str:
-    try:
-        rel = Path(audit.path).relative_to(root).as_posix()
-    except ValueError:
-        return audit.path
-    return rel if rel not in ("", ".") else audit.path
-
-
-def describe(audit: CheckpointAudit, root: str) -> str:
-    """``checkpoint-40 (hf_trainer, step 40, 2 rank(s))``."""
-    step = f", step {audit.step}" if audit.step is not None else ""
-    ws = f", {audit.world_size} rank(s)" if audit.world_size else ""
-    return f"{_name(audit, root)} ({audit.layout}{step}{ws})"
 
 
 def _status_cell(c: Component) -> Span:
@@ -122,7 +108,7 @@ def ckpt_blocks(report: AuditReport) -> list[Block]:
             verdict = (Span("resumable", tone=Tone.GOOD) if a.resumable else
                        Span("NOT resumable: " + (", ".join(a.losses()) or "see its findings"),
                             tone=Tone.BAD))
-            rows.append([Span(_name(a, root), code=True), a.layout,
+            rows.append([Span(checkpoint_name(a, root), code=True), a.layout,
                          "" if a.step is None else str(a.step), verdict,
                          ", ".join(f.code for f in a.findings)])
         blocks.append(Table(["checkpoint", "layout", "step", "resume", "findings"], rows,

@@ -20,7 +20,8 @@ _MARK: dict[Status, str] = {
 }
 
 
-def _name(audit: CheckpointAudit, root: str) -> str:
+def checkpoint_name(audit: CheckpointAudit, root: str) -> str:
+    """The checkpoint's path relative to the path audited (or as found)."""
     try:
         rel = Path(audit.path).relative_to(root).as_posix()
     except ValueError:
@@ -28,10 +29,11 @@ def _name(audit: CheckpointAudit, root: str) -> str:
     return rel if rel not in ("", ".") else audit.path
 
 
-def _describe(audit: CheckpointAudit, root: str) -> str:
+def describe(audit: CheckpointAudit, root: str) -> str:
+    """``checkpoint-40 (hf_trainer, step 40, 2 rank(s))``."""
     step = f", step {audit.step}" if audit.step is not None else ""
     ws = f", {audit.world_size} rank(s)" if audit.world_size else ""
-    return f"{_name(audit, root)} ({audit.layout}{step}{ws})"
+    return f"{checkpoint_name(audit, root)} ({audit.layout}{step}{ws})"
 
 
 def _finding(out: IO[str], f: Finding, verbose: bool) -> None:
@@ -54,13 +56,13 @@ def render_ckpt(report: AuditReport, out: IO[str], *, verbose: bool = False) -> 
     picked = report.picked
     root = report.path if Path(report.path).is_dir() else str(Path(report.path).parent)
     if picked.resumable:
-        out.write(f"RESUMABLE: {_describe(picked, root)}: an exact resume is possible\n")
+        out.write(f"RESUMABLE: {describe(picked, root)}: an exact resume is possible\n")
     else:
         losses = ", ".join(picked.losses()) or "see the findings"
-        out.write(f"NOT RESUMABLE: {_describe(picked, root)}: a resume would lose {losses}\n")
+        out.write(f"NOT RESUMABLE: {describe(picked, root)}: a resume would lose {losses}\n")
         newest = report.newest_resumable
         if newest is not None:
-            out.write(f"  newest resumable: {_describe(newest, root)}\n")
+            out.write(f"  newest resumable: {describe(newest, root)}\n")
         elif len(report.checkpoints) > 1:
             out.write("  no checkpoint here is resumable\n")
     if len(report.checkpoints) > 1:
@@ -95,7 +97,7 @@ def render_ckpt(report: AuditReport, out: IO[str], *, verbose: bool = False) -> 
         for a in reversed(others):
             verdict = "resumable" if a.resumable else "NOT resumable: " + (
                 ", ".join(a.losses()) or "see -v")
-            out.write(f"  {_describe(a, root)}: {verdict}\n")
+            out.write(f"  {describe(a, root)}: {verdict}\n")
             if verbose:
                 for f in a.findings:
                     out.write(f"      [{f.code}] {f.message}\n")

@@ -60,20 +60,6 @@ def family_tone(family: Family) -> Tone:
     return Tone.WARN if family is Family.UNKNOWN else Tone.BAD
 
 
-def headline(verdict: Verdict) -> str:
-    """``nan_inf · cause lr_too_high · step 31 · rank 1 · NAN001``."""
-    parts = [verdict.family.value]
-    if verdict.cause:
-        parts.append(f"cause {verdict.cause}")
-    if verdict.step is not None:
-        parts.append(f"step {verdict.step}")
-    if verdict.ranks:
-        parts.append("rank " + ",".join(str(r) for r in verdict.ranks))
-    if verdict.code:
-        parts.append(verdict.code)
-    return " · ".join(parts)
-
-
 def evidence_item(ev: Evidence) -> list[Inline]:
     """One evidence line: its summary, then where it came from (muted)."""
     where = []
@@ -126,7 +112,7 @@ def verdict_block(verdict: Verdict, findings: Sequence[Finding]) -> Callout:
         body.append(Heading("What to change", level=3))
         body.append(Bullets([[a] for a in top.advice]))
     tone = family_tone(verdict.family)
-    return Callout(headline=[Span(f"VERDICT: {headline(verdict)}", tone=tone)],
+    return Callout(headline=[Span(f"VERDICT: {verdict.headline()}", tone=tone)],
                    body=body, tone=tone)
 
 
@@ -329,5 +315,5 @@ def render_analysis_html(run: Run, diagnosis: Diagnosis, out: IO[str], *,
         note = NO_MATPLOTLIB
     blocks = analysis_blocks(run, diagnosis, rank_status=rank_status, plots=rendered,
                              plots_note=note)
-    title = f"autopsy: {headline(diagnosis.verdict)} · {run.root.name or run.root.as_posix()}"
+    title = f"autopsy: {diagnosis.verdict.headline()} · {run.root.name or run.root.as_posix()}"
     out.write(to_html(title, blocks, footer(run)))

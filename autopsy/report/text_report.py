@@ -11,7 +11,6 @@ from typing import IO, TYPE_CHECKING
 
 from autopsy.model.finding import Family, Finding
 from autopsy.model.run import Run
-from autopsy.model.verdict import Verdict
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -21,19 +20,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 STYLE: dict[Family, str] = {Family.HEALTHY: "bold green", Family.UNKNOWN: "bold yellow"}
 MAX_OTHERS = 12
-
-
-def _headline(verdict: Verdict) -> str:
-    parts = [verdict.family.value]
-    if verdict.cause:
-        parts.append(f"cause {verdict.cause}")
-    if verdict.step is not None:
-        parts.append(f"step {verdict.step}")
-    if verdict.ranks:
-        parts.append("rank " + ",".join(str(r) for r in verdict.ranks))
-    if verdict.code:
-        parts.append(verdict.code)
-    return " · ".join(parts)
 
 
 def _evidence_lines(console: Console, finding: Finding, indent: str = "  ") -> None:
@@ -68,7 +54,7 @@ def render_analysis(run: Run, diagnosis: Diagnosis, out: IO[str], *, verbose: bo
     verdict = diagnosis.verdict
     style = STYLE.get(verdict.family, "bold red")
     console.print(f"[bold]autopsy[/bold] {_esc(run.root.as_posix())}")
-    console.print(f"[{style}]VERDICT: {_esc(_headline(verdict))}[/{style}]")
+    console.print(f"[{style}]VERDICT: {_esc(verdict.headline())}[/{style}]")
     console.print(f"[bold]{_esc(verdict.title)}[/bold]")
     console.print(_esc(verdict.message))
     top = next((f for f in diagnosis.findings if f.code == verdict.code), None)

@@ -27,15 +27,6 @@ def as_number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def as_flag(value: Any) -> bool | None:
-    """True/False from a bool, 0/1 or "true"/"false"; None otherwise."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    return None
 
 
 def is_model_config(run: Run, source: str | None) -> bool:

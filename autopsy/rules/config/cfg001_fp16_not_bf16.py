@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from autopsy.model.config import as_flag
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
-from autopsy.rules.config._cfg import as_flag, config_evidence
+from autopsy.rules.config._cfg import config_evidence
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 
