@@ -32,14 +32,17 @@ def _evidence_lines(console: Console, finding: Finding, indent: str = "  ") -> N
             where.append(f"{ev.tag}{span}")
         if ev.key:
             where.append(ev.key)
-        suffix = f"  [dim]({'; '.join(where)})[/dim]" if where else ""
+        suffix = f"  [dim]({_esc('; '.join(where))})[/dim]" if where else ""
         console.print(f"{indent}- {_esc(ev.summary)}{suffix}")
 
 
 def _esc(text: str) -> str:
+    """Text from the run as written: never rich markup, control characters as ``\\xNN``."""
     from rich.markup import escape
 
-    return escape(text)
+    from autopsy.report._html import clean
+
+    return escape(clean(text))
 
 
 def render_analysis(run: Run, diagnosis: Diagnosis, out: IO[str], *, verbose: bool = False,
