@@ -15,7 +15,7 @@ from typing import Any
 
 from autopsy.formats.ckpt_open import open_checkpoint
 from autopsy.formats.ckpterrors import CheckpointFormatError
-from autopsy.formats.tensorinfo import ITEMSIZE, TensorInfo
+from autopsy.formats.tensorinfo import ITEMSIZE, MAX_NUMEL, TensorInfo, checked_numel
 
 #: Largest JSON header accepted (bytes); the format's own readers refuse larger ones.
 MAX_HEADER = 100_000_000
@@ -110,9 +110,11 @@ def _entry(key: str, entry: Any, name: str, base: int, size: int,
     ):
         problems.append(f"tensor {key}: shape {shape!r} is not a list of sizes")
         return None
-    numel = 1
-    for n in shape:
-        numel *= n
+    numel = checked_numel(shape)
+    if numel is None:
+        problems.append(f"tensor {key}: its shape of {len(shape):,} sizes holds more than "
+                        f"{MAX_NUMEL:,} elements (damaged header)")
+        return None
     nbytes = numel * ITEMSIZE[dtype]
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(
         isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in offsets

@@ -27,6 +27,27 @@ FLOATING: frozenset[str] = frozenset({
 })
 
 
+#: More elements than any tensor can have (torch counts them in an int64): a shape
+#: over this is a damaged or hostile header, not a tensor.
+MAX_NUMEL = 2**63 - 1
+
+
+def checked_numel(shape: tuple[int, ...] | list[int]) -> int | None:
+    """Elements of ``shape`` (sizes >= 0), or None when they are over :data:`MAX_NUMEL`.
+
+    Stops as soon as the product passes the limit, so a hostile shape of a
+    million huge sizes costs linear time, not a product of millions of digits.
+    """
+    if 0 in shape:
+        return 0
+    n = 1
+    for size in shape:
+        n *= size
+        if n > MAX_NUMEL:
+            return None
+    return n
+
+
 def itemsize_of(dtype: str) -> int | None:
     """Bytes per element of a dtype name, or None when the dtype is unknown."""
     return ITEMSIZE.get(dtype)

@@ -141,3 +141,20 @@ def test_many_tensors_past_the_end_make_one_problem(tmp_path: Path) -> None:
     assert len(meta.problems) == 1, meta.problems
     assert meta.problems[0].startswith("13 tensors lie past the end of the file (truncated")
     assert sum(info.data_offset is None for info in meta.tensors.values()) == 13
+
+
+def test_shape_over_any_tensor_is_a_problem_found_fast(tmp_path: Path) -> None:
+    # 2**62 cubed overflows int64; 200,000 sizes of 10**18 would take minutes to multiply out
+    # and give a number too long to print: both are a problem line about that tensor.
+    header = {
+        "cube": {"dtype": "F32", "shape": [2**62] * 3, "data_offsets": [0, 4]},
+        "long": {"dtype": "F32", "shape": [10**18] * 200_000, "data_offsets": [0, 4]},
+        "ok": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+        "empty": {"dtype": "F32", "shape": [10**18] * 50 + [0], "data_offsets": [4, 4]},
+    }
+    meta = read_safetensors_meta(_write(tmp_path / "huge.safetensors", header, b"\0" * 4))
+    assert set(meta.tensors) == {"ok", "empty"}
+    assert meta.tensors["empty"].nbytes == 0
+    huge = [p for p in meta.problems if "elements (damaged header)" in p]
+    assert len(huge) == 2 and any("200,000 sizes" in p for p in huge)
+    assert all(len(p) < 200 for p in meta.problems)
