@@ -175,6 +175,7 @@ def analyze(run_dir: Path, fmt: str | None, output: str | None, verbose: bool,
     from autopsy.api import diagnose, is_empty, load_run, load_settings
 
     fmt = _format_from(fmt, output, REPORT_FORMATS, "text")
+    _refuse_output_in_run(output, (run_dir,), fmt)
     settings = load_settings(sets=sets, select=select, ignore=ignore, config=config)
     with _reading_progress():
         run = load_run(run_dir)
@@ -264,6 +265,7 @@ def ranks(paths: tuple[Path, ...], fmt: str | None, output: str | None, verbose:
     from autopsy.signals.ranks import rank_status
 
     fmt = _format_from(fmt, output, REPORT_FORMATS, "text")
+    _refuse_output_in_run(output, paths, fmt)
     settings = load_settings(sets=sets, select=select, ignore=ignore, config=config)
     with _reading_progress():
         run = load_run(list(paths))
@@ -355,6 +357,7 @@ def ckpt(path: Path, world_size: int | None, scan_values: bool, fmt: str | None,
     from autopsy.ckpt.audit import audit_path
 
     fmt = _format_from(fmt, output, REPORT_FORMATS, "text")
+    _refuse_output_in_run(output, (path,), fmt)
     progress = _scan_progress() if scan_values and sys.stderr.isatty() else None
     try:
         report = audit_path(path, world_size=world_size, scan_values=scan_values,
@@ -439,6 +442,29 @@ def explain(code: str) -> None:
     click.echo(explain_text(spec), nl=False)
 
 
+def _refuse_output_in_run(output: str | None, inputs: tuple[Path, ...], fmt: str) -> None:
+    """Exit 2 when ``-o`` (or a Markdown report's plot folder) lies in what is read.
+
+    The run directory is read-only to autopsy: a report written into it could overwrite
+    the evidence (``-o run/trainer_state.json``) or be read back by the next analysis.
+    """
+    if output is None:
+        return
+    targets = [Path(output)]
+    if fmt == "markdown":
+        from autopsy.report.markdown_report import plots_dir_for
+
+        targets.append(plots_dir_for(Path(output)))
+    for source in inputs:
+        root = source.resolve()
+        for target in targets:
+            where = target.resolve()
+            if where == root or (root.is_dir() and where.is_relative_to(root)):
+                what = "" if target == Path(output) else f" (its plots folder {target})"
+                _fail(f"-o {output}{what} is in {source}, which autopsy reads and never "
+                      "writes into; write the report elsewhere")
+
+
 def _emit(output: str | None, write: Callable[[Any], None]) -> None:
     if output is None:
         write(sys.stdout)
@@ -477,6 +503,7 @@ def timeline(run_dir: Path, tags: tuple[str, ...], fmt: str | None,
     from autopsy.report import timeline as export
 
     fmt = _format_from(fmt, output, export.FORMATS, "csv")
+    _refuse_output_in_run(output, (run_dir,), fmt)
     if fmt == "parquet" and output is None:
         _fail("parquet output needs -o FILE")
     with _reading_progress():

@@ -173,3 +173,34 @@ def test_text_report_has_colour_on_a_terminal() -> None:
     from rich.cells import cell_len
 
     assert max(cell_len(line) for line in plain.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("args", [
+    ["analyze", str(NAN_RUN), "-o", str(NAN_RUN / "report.html")],
+    ["analyze", str(NAN_RUN), "--format", "json", "-o", str(NAN_RUN / "trainer_state.json")],
+    ["ranks", str(DDP_RUN), "-o", str(DDP_RUN / "sub" / ".." / "ranks.md")],
+    ["ckpt", str(NAN_RUN / "checkpoint-20"), "-o", str(NAN_RUN / "checkpoint-20" / "a.json")],
+    ["timeline", str(NAN_RUN), "-o", str(NAN_RUN / "t.csv")],
+])
+def test_output_into_the_run_is_refused(args: list[str]) -> None:
+    before = sorted((p.relative_to(SAMPLE_RUNS), p.stat().st_mtime_ns)
+                    for p in [*NAN_RUN.rglob("*"), *DDP_RUN.rglob("*")])
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2
+    assert re.fullmatch(r"autopsy: error: -o .* never writes into; write the report "
+                        r"elsewhere\n", result.output)
+    after = sorted((p.relative_to(SAMPLE_RUNS), p.stat().st_mtime_ns)
+                   for p in [*NAN_RUN.rglob("*"), *DDP_RUN.rglob("*")])
+    assert after == before
+
+
+def test_markdown_plots_folder_in_the_run_is_refused(tmp_path: Path) -> None:
+    # a run folder named like report.md's plots folder: the plots would land in the run
+    run = tmp_path / "report_files"
+    run.mkdir()
+    (run / "train.log").write_text("step 1 loss 2.0\nstep 2 loss 1.5\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["analyze", str(run), "-o", str(tmp_path / "report.md")])
+    assert result.exit_code == 2
+    assert "its plots folder" in result.output
+    assert sorted(p.name for p in run.iterdir()) == ["train.log"]
+    assert not (tmp_path / "report.md").exists()
