@@ -35,10 +35,13 @@ def plots_dir_for(output: Path) -> Path:
 def image_writer(folder: Path) -> Callable[[Image], str]:
     """A ``to_markdown`` image callback: write the PNG into ``folder``, return its link."""
 
+    from urllib.parse import quote
+
     def write(image: Image) -> str:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{image.name}.png").write_bytes(image.png)
-        return f"{folder.name}/{image.name}.png"
+        # percent-encoded: a report named "my report (1).md" still links its plots
+        return quote(f"{folder.name}/{image.name}.png")
 
     return write
 

@@ -125,3 +125,14 @@ def test_a_new_report_replaces_the_old_plots_only(tmp_path: Path) -> None:
     write_md(SAMPLE_RUNS / "nan_after_grad_spike", target)
     assert sorted(p.name for p in folder.iterdir()) == [
         "grad_norm.png", "learning_rate.png", "loss.png", "notes.txt", "step_time.png"]
+
+
+def test_plot_links_work_for_a_file_name_with_spaces_and_brackets(tmp_path: Path) -> None:
+    from urllib.parse import unquote
+
+    target = tmp_path / "my report (1).md"
+    text = write_md(SAMPLE_RUNS / "nan_after_grad_spike", target)
+    sources = re.findall(r'<img src="([^"]+)"', to_html(text))
+    assert len(sources) == 4
+    for src in sources:
+        assert (tmp_path / unquote(src)).read_bytes().startswith(b"\x89PNG")
