@@ -48,6 +48,7 @@ ALL_MARKERS: tuple[bytes, ...] = EVENT_MARKERS + METRIC_MARKERS
 #: offset (``match``); over whole blocks ``bytes.find`` per literal is faster.
 EVENT_RE: re.Pattern[bytes] = re.compile(b"|".join(re.escape(m) for m in EVENT_MARKERS))
 ALL_RE: re.Pattern[bytes] = re.compile(b"|".join(re.escape(m) for m in ALL_MARKERS))
+METRIC_RE: re.Pattern[bytes] = re.compile(b"|".join(re.escape(m) for m in METRIC_MARKERS))
 
 
 def hit_lines(block: bytes, markers: tuple[bytes, ...] = ALL_MARKERS) -> list[int]:

@@ -32,7 +32,7 @@ from autopsy.readers.ranklogs.lines import (
     open_binary,
     read_head,
 )
-from autopsy.readers.ranklogs.markers import BLOCK_MARKERS, EVENT_RE, hit_lines
+from autopsy.readers.ranklogs.markers import BLOCK_MARKERS, EVENT_RE, METRIC_RE, hit_lines
 from autopsy.readers.ranklogs.metrics import bar_step_after, logging_steps, parse_metrics
 from autopsy.readers.ranklogs.timestamps import parse_time
 
@@ -329,6 +329,7 @@ def _scan_block(data: bytes, first_line: int, st: _State,
     cur = 0
     skip_until = -1
     event_search = EVENT_RE.search
+    metric_search = METRIC_RE.search
     starts, numbers = (hit_lines(data), None) if hits is None else hits
     for i, start in enumerate(starts):
         if start < skip_until:
@@ -344,7 +345,8 @@ def _scan_block(data: bytes, first_line: int, st: _State,
         raw = data[start:end]
         if event_search(raw):
             skip_until = max(skip_until, _events_of_line(data, raw, end, line, st))
-        _metrics_of_line(data, raw, end, line, st)
+        if metric_search(raw):  # an event-only line is not cleaned and split twice
+            _metrics_of_line(data, raw, end, line, st)
 
 
 def _segments(raw: bytes) -> list[bytes]:
