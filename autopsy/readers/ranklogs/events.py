@@ -47,8 +47,7 @@ _LAGGING = re.compile(r"ranks \[?([\d, ]*)\]? (?:are|is) the lagging ranks"
                       r"|caused the desync are: \[?([\d, ]*)\]?")
 _DESYNC_COLL = re.compile(r"(?:Timeout at collective|collective) #?(\d+)")
 _GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (recv|send) operation")
-_MISMATCH_SIDE = re.compile(r"Rank (\d+) is running collective: CollectiveFingerPrint\((.*?)\)"
-                            r"(?=, but|\s*$|\.|\s)")
+_MISMATCH_SIDE = re.compile(r"Rank (\d+) is running collective: CollectiveFingerPrint\(")
 _FP_FIELD = re.compile(r"(\w+)=(\[[^\]]*\]|[^,()]+)")
 _DATA_SIZE = re.compile(r"Received data size doesn't match expected size"
                         r"(?:.*?expected\s*[=:]?\s*(\d+).*?received\s*[=:]?\s*(\d+))?")
@@ -183,7 +182,7 @@ def desync_continuation(lines: Iterable[str]) -> Details | None:
 def mismatch_details(text: str) -> Details:
     """Both fingerprints of a DETAIL collective mismatch, and what differs."""
     sides = []
-    for m in re.finditer(r"Rank (\d+) is running collective: CollectiveFingerPrint\(", text):
+    for m in _MISMATCH_SIDE.finditer(text):  # bodies nest parentheses: matched by depth
         start = m.end()
         depth, i = 1, start
         while i < len(text) and depth:
