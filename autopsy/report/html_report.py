@@ -33,6 +33,7 @@ from autopsy.report._html import (
     to_html,
 )
 from autopsy.report.summary import run_summary
+from autopsy.report.text_report import evidence_where
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -62,17 +63,10 @@ def family_tone(family: Family) -> Tone:
 
 def evidence_item(ev: Evidence) -> list[Inline]:
     """One evidence line: its summary, then where it came from (muted)."""
-    where = []
-    if ev.source:
-        where.append(ev.source + (f":{ev.line}" if ev.line else ""))
-    if ev.tag:
-        span = f" steps {ev.steps[0]}-{ev.steps[1]}" if ev.steps else ""
-        where.append(f"{ev.tag}{span}")
-    if ev.key:
-        where.append(ev.key)
+    where = evidence_where(ev)
     parts: list[Inline] = [ev.summary]
     if where:
-        parts.append(Span(f"  ({'; '.join(where)})", tone=Tone.MUTED))
+        parts.append(Span(f"  ({where})", tone=Tone.MUTED))
     return parts
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import IO, TYPE_CHECKING
 
-from autopsy.model.finding import Family, Finding
+from autopsy.model.finding import Evidence, Family, Finding
 from autopsy.model.run import Run
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,17 +22,24 @@ STYLE: dict[Family, str] = {Family.HEALTHY: "bold green", Family.UNKNOWN: "bold 
 MAX_OTHERS = 12
 
 
+def evidence_where(ev: Evidence) -> str:
+    """Where an evidence line came from: ``file:line; tag steps a-b; key`` ('' if unknown).
+    The text, HTML and Markdown reports all show it."""
+    where = []
+    if ev.source:
+        where.append(ev.source + (f":{ev.line}" if ev.line else ""))
+    if ev.tag:
+        span = f" steps {ev.steps[0]}-{ev.steps[1]}" if ev.steps else ""
+        where.append(f"{ev.tag}{span}")
+    if ev.key:
+        where.append(ev.key)
+    return "; ".join(where)
+
+
 def _evidence_lines(console: Console, finding: Finding, indent: str = "  ") -> None:
     for ev in finding.evidence:
-        where = []
-        if ev.source:
-            where.append(ev.source + (f":{ev.line}" if ev.line else ""))
-        if ev.tag:
-            span = f" steps {ev.steps[0]}-{ev.steps[1]}" if ev.steps else ""
-            where.append(f"{ev.tag}{span}")
-        if ev.key:
-            where.append(ev.key)
-        suffix = f"  [dim]({_esc('; '.join(where))})[/dim]" if where else ""
+        where = evidence_where(ev)
+        suffix = f"  [dim]({_esc(where)})[/dim]" if where else ""
         console.print(f"{indent}- {_esc(ev.summary)}{suffix}")
 
 
