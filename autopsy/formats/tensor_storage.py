@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from autopsy.formats.tensorinfo import ITEMSIZE
+from autopsy.formats.tensorinfo import ITEMSIZE, MAX_NUMEL, checked_numel
 from autopsy.formats.unpickle import Call, Global, PersistentRef
 
 #: Storage class name (last component) -> dtype name of its elements.
@@ -124,6 +124,24 @@ def tensor_spec(func_name: str, args: tuple[Any, ...]) -> TensorSpec | None:
     if dtype is None:
         return None
     return TensorSpec(storage, dtype, shape, stride, offset)
+
+
+def implausible(spec: TensorSpec) -> str | None:
+    """Why no torch file can hold this tensor (a negative size, more elements, a
+    stride or offset than an int64 counts, a storage declaring so many), else None.
+
+    Checked before any product or byte count of the spec is made, so a hostile
+    shape of many huge sizes costs linear time.
+    """
+    if any(n < 0 for n in spec.shape):
+        return "a negative size in its shape"
+    if checked_numel(spec.shape) is None:
+        return f"its shape of {len(spec.shape):,} sizes holds more than {MAX_NUMEL:,} elements"
+    if spec.storage_offset > MAX_NUMEL or any(abs(s) > MAX_NUMEL for s in spec.stride or ()):
+        return f"a stride or storage offset over {MAX_NUMEL:,}"
+    if spec.storage is not None and spec.storage.numel > MAX_NUMEL:
+        return f"storage {spec.storage.key} declares more than {MAX_NUMEL:,} elements"
+    return None
 
 
 def unwrap_tensor_call(call: Call) -> tuple[str, tuple[Any, ...], Any] | None:

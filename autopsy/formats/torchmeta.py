@@ -30,11 +30,12 @@ from autopsy.formats.ckpterrors import CheckpointFormatError
 from autopsy.formats.tensor_storage import (
     StorageRef,
     TensorSpec,
+    implausible,
     storage_ref,
     tensor_spec,
     unwrap_tensor_call,
 )
-from autopsy.formats.tensorinfo import ITEMSIZE, TensorInfo
+from autopsy.formats.tensorinfo import ITEMSIZE, MAX_NUMEL, TensorInfo
 from autopsy.formats.torchzip import ZipIndex, read_zip_directory, salvage_zip
 from autopsy.formats.unpickle import Call, UnpickleError, danger_reason, load_torch, scan
 from autopsy.formats.unpickle.loader import Unpickled, scan_stream
@@ -83,7 +84,7 @@ def _storages(unpickled: Unpickled) -> dict[str, StorageRef]:
     out: dict[str, StorageRef] = {}
     for pid in unpickled.persistent_ids:
         ref = storage_ref(pid)
-        if ref is not None:
+        if ref is not None and ref.numel <= MAX_NUMEL:  # larger: the tensor's problem
             out.setdefault(ref.key, ref)
     return out
 
@@ -322,7 +323,11 @@ class _Converter:
                     return result
             else:
                 spec = tensor_spec(name, args)
-                if spec is not None:
+                why = implausible(spec) if spec is not None else None
+                if why is not None:
+                    self.problems.append(f"tensor {where or '<root>'}: {why}; not a tensor "
+                                         "torch can load (damaged or hostile file)")
+                elif spec is not None:
                     result = self.info(spec, where)
                     self._remember(call, result)
                     self.tensors.append((where, result))

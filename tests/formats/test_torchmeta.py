@@ -306,3 +306,36 @@ def test_newer_pickle_protocols(tmp_path: Path, protocol: int) -> None:
     assert meta.problems == [] and meta.unsafe == []
     # torch's weights-only unpickler refuses the FRAME opcode; the file is our own
     assert check_against_torch(path, meta, weights_only=False) == len(mixed_tensors())
+
+
+class _Rebuild:
+    """Pickles as a tensor rebuild over a real storage, with the view arguments given."""
+
+    def __init__(self, storage: Any, offset: int, shape: tuple[int, ...],
+                 stride: tuple[int, ...]) -> None:
+        self.args = (storage, offset, shape, stride, False, {})
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return torch._utils._rebuild_tensor_v2, self.args
+
+
+def test_shapes_no_torch_file_can_hold_are_problems_found_fast(tmp_path: Path) -> None:
+    # 200,000 sizes of 10**18 took minutes to multiply out; a size or stride of 5,000 digits
+    # failed on printing; a negative size was listed as a tensor.
+    storage = torch.zeros(4).untyped_storage()
+    obj = {
+        "ok": torch.ones(2),
+        "long": _Rebuild(storage, 0, (10**18,) * 200_000, (1,) * 200_000),
+        "stride": _Rebuild(storage, 0, (2, 2), (10**5000, 1)),
+        "offset": _Rebuild(storage, 10**5000, (2,), (1,)),
+        "negative": _Rebuild(storage, 0, (-4,), (1,)),
+    }
+    path = tmp_path / "hostile.pt"
+    torch.save(obj, path)
+    meta = read_torch_meta(path)
+    assert [key for key, _info in meta.tensors] == ["ok"]
+    bad = [p for p in meta.problems if "not a tensor torch can load" in p]
+    assert len(bad) == 4
+    assert any(p.startswith("tensor long: its shape of 200,000 sizes") for p in bad)
+    assert any(p.startswith("tensor negative: a negative size") for p in bad)
+    assert all(len(p) < 200 for p in meta.problems)
