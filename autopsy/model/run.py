@@ -123,7 +123,7 @@ class Run:
         if sub.empty:
             return pd.Series([], dtype="float64", name=tag, index=pd.Index([], name="step"))
         low = {s.path for s in self.sources if s.reader in LOW_FIDELITY_READERS}
-        exact = (~sub["source"].astype(str).isin(low)).to_numpy() if low else True
+        exact = (~sub["source"].isin(low)).to_numpy() if low else True  # no per-row strings
         sub = sub.assign(exact=exact).sort_values(["step", "segment", "exact"], kind="stable")
         sub = sub.drop_duplicates("step", keep="last")
         index = pd.Index(sub["step"].to_numpy(), name="step")
