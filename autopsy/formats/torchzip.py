@@ -127,25 +127,36 @@ def _find_descriptor(fh: IO[bytes], start: int, file_size: int) -> tuple[int, in
     """``(size, descriptor_length)`` of a member whose data starts at ``start``, or None.
 
     Searches forward for a data descriptor whose CRC and size match the bytes before it.
+    Each byte is searched once and its CRC taken once (a running CRC), so data full of
+    descriptor signatures costs linear time.
     """
     limit = min(file_size, start + MAX_DESCRIPTOR_SEARCH)
     fh.seek(start)
     data = bytearray()
     pos = start
+    resume = 0  # where the search goes on: the first signature not yet fully read
+    crc, crc_end = 0, 0  # CRC of data[:crc_end]
     while pos < limit:
         chunk = fh.read(min(_SEARCH_CHUNK, limit - pos))
         if not chunk:
             break
         data += chunk
         pos += len(chunk)
-        at = data.find(DESCRIPTOR_SIG)
+        at = data.find(DESCRIPTOR_SIG, resume)
         while at >= 0:
+            if at + 24 > len(data) and pos < limit:
+                break  # looked at again with the next chunk
             for width, fmt in ((24, "<4sIQQ"), (16, "<4sIII")):
                 if at + width <= len(data):
-                    _sig, crc, csize, _usize = struct.unpack_from(fmt, data, at)
-                    if csize == at and crc == zlib.crc32(data[:at]):
-                        return at, width
+                    _sig, want, csize, _usize = struct.unpack_from(fmt, data, at)
+                    if csize == at:
+                        with memoryview(data) as view:
+                            crc = zlib.crc32(view[crc_end:at], crc)
+                        crc_end = at
+                        if want == crc:
+                            return at, width
             at = data.find(DESCRIPTOR_SIG, at + 1)
+        resume = at if at >= 0 else max(0, len(data) - len(DESCRIPTOR_SIG) + 1)
     return None
 
 

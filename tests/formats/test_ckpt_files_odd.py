@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import random
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fmt_ckpt_files import mixed_tensors, read_at, tensor_bytes
 
+from autopsy.formats import torchzip
 from autopsy.formats.ckpterrors import CheckpointFormatError
 from autopsy.formats.safetensors import read_safetensors_meta
 from autopsy.formats.tensorinfo import TensorInfo
@@ -156,3 +160,28 @@ def test_payload_in_any_pickle_of_a_legacy_file(tmp_path: Path, slot: int) -> No
     assert not marker.exists()
     assert meta.container == ("pickle" if slot == 0 else "torch_legacy")
     assert any(name.endswith(".system") for name, _ in meta.unsafe), (slot, meta.unsafe)
+
+
+def _streamed_member(name: bytes, data: bytes) -> bytes:
+    """A stored zip member with flag bit 3: sizes only in the data descriptor after the data."""
+    head = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 8, 0, 0, 0, 0, 0, 0, len(name), 0)
+    return head + name + data + struct.pack("<4sIII", b"PK\x07\x08", zlib.crc32(data),
+                                            len(data), len(data))
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
+def test_descriptor_search_past_false_signatures_and_chunk_edges(
+        monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    monkeypatch.setattr(torchzip, "_SEARCH_CHUNK", chunk)
+    # data holding descriptor signatures that match neither size nor CRC
+    first = b"PK\x07\x08" * 40 + b"x" * 13 + b"PK\x07\x08\x00\x00"
+    raw = _streamed_member(b"a/one", first) + _streamed_member(b"a/two", b"tail")
+    index = torchzip.salvage_zip(io.BytesIO(raw), len(raw))
+    one, two = index.members["a/one"], index.members["a/two"]
+    assert (one.size, two.size) == (len(first), 4)
+    assert raw[one.data_offset:one.data_offset + one.size] == first
+    assert raw[two.data_offset:two.data_offset + 4] == b"tail"
+    # a member full of signatures and no descriptor: a problem, not a search per signature
+    hostile = _streamed_member(b"a/x", b"")[:-16] + b"PK\x07\x08" * (1 << 18)
+    index = torchzip.salvage_zip(io.BytesIO(hostile), len(hostile))
+    assert "a/x: size unknown" in index.problems[-1]
