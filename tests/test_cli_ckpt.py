@@ -134,3 +134,15 @@ def test_one_file_of_a_checkpoint_folder_audits_the_folder() -> None:
     code, out, _ = _run(str(_need(GOOD) / "checkpoint-8" / "optimizer.pt"))
     assert code == 0 and out.startswith("RESUMABLE: ")
     assert "optimizer.pt is one file of the checkpoint checkpoint-8" in out
+
+
+def test_text_report_shows_control_characters_escaped(tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(_need(OPT_MISSING), run)
+    (run / "checkpoint-8").rename(run / "checkpoint-8\x1b]0;title\x07")
+    code, out, _ = _run(str(run), "-v")
+    assert code in (0, 1)
+    assert "\x1b" not in out and "\x07" not in out
+    assert "checkpoint-8\\x1b]0;title\\x07" in out

@@ -52,7 +52,21 @@ def _finding(out: IO[str], f: Finding, verbose: bool) -> None:
 
 
 def render_ckpt(report: AuditReport, out: IO[str], *, verbose: bool = False) -> None:
-    """Write the text report of a checkpoint audit to ``out``."""
+    """Write the text report of a checkpoint audit to ``out``.
+
+    Control characters from the checkpoint (file names, pickled global names) are shown
+    as ``\\xNN``: an escape sequence in a folder name must not reach the terminal.
+    """
+    import io
+
+    from autopsy.report._html import clean
+
+    text = io.StringIO()
+    _render_ckpt(report, text, verbose)
+    out.write(clean(text.getvalue()))
+
+
+def _render_ckpt(report: AuditReport, out: IO[str], verbose: bool) -> None:
     picked = report.picked
     root = report.path if Path(report.path).is_dir() else str(Path(report.path).parent)
     if picked.resumable:
