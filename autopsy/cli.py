@@ -25,7 +25,9 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 
 
 def _fail(message: str) -> None:
-    click.echo(f"autopsy: error: {message}", err=True)
+    from autopsy.report._html import clean  # file names from the run: no escape sequences
+
+    click.echo(f"autopsy: error: {clean(message)}", err=True)
     sys.exit(exitcodes.USAGE)
 
 

@@ -146,3 +146,10 @@ def test_text_report_shows_control_characters_escaped(tmp_path: Path) -> None:
     assert code in (0, 1)
     assert "\x1b" not in out and "\x07" not in out
     assert "checkpoint-8\\x1b]0;title\\x07" in out
+
+
+def test_error_line_shows_control_characters_escaped(tmp_path: Path) -> None:
+    (tmp_path / "x\x1b]0;t\x07.safetensors").write_bytes(b"\x00\x01garbage")
+    result = CliRunner().invoke(cli, ["ckpt", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "\x1b" not in result.stderr and "x\\x1b]0;t\\x07.safetensors" in result.stderr
