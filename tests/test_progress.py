@@ -87,3 +87,19 @@ def test_one_large_log_reports_block_by_block(tmp_path: Path, monkeypatch) -> No
     size = path.stat().st_size
     assert len(own) >= 2 and own[-1][1:] == (size, size)
     assert [s[1] for s in own] == sorted(s[1] for s in own)
+
+
+def test_progress_never_goes_back_past_a_cut_long_line(tmp_path: Path, monkeypatch) -> None:
+    from autopsy.readers.ranklogs import lines, scan
+
+    monkeypatch.setattr(scan, "PROGRESS_BYTES", 1)
+    monkeypatch.setattr(lines, "BLOCK_BYTES", 1 << 16)
+    monkeypatch.setenv("AUTOPSY_RANKLOGS_SEARCH", "python")
+    path = tmp_path / "rank0.log"
+    rows = "".join(f"step {s} loss 1.0\n" for s in range(1, 20_001))
+    path.write_text(rows + "y" * (300 << 10) + "\n" + rows, encoding="utf-8")
+    seen: list[int] = []
+    with listening(lambda what, done, total: seen.append(done) if what != "reading rank logs"
+                   else None):
+        read_group([path], [path.name])
+    assert len(seen) >= 4 and seen == sorted(seen) and seen[-1] == path.stat().st_size

@@ -278,8 +278,8 @@ def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None) -> Fil
                     if hits is None:
                         return None
                 _scan_block(block.data, block.first_line, state, hits)
-                if size:
-                    report(f"reading {rel}", min(block.offset + len(block.data), size), size)
+                if size:  # the bytes read so far (a block after a cut long line has no offset)
+                    report(f"reading {rel}", min(stream.tell(), size), size)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         out.problems.append(Problem(rel, f"read stopped early: {type(exc).__name__}: {exc}",
                                     used="the lines before it", kind="truncated"))
