@@ -27,17 +27,13 @@ from autopsy.report._html import (
     to_html,
     to_markdown,
 )
-from autopsy.report.ckpt_text import checkpoint_name, describe
+from autopsy.report.ckpt_text import checkpoint_name, describe, report_root
 from autopsy.report.html_report import finding_blocks
 
 STATUS_TONE: dict[Status, Tone] = {
     Status.OK: Tone.GOOD, Status.MISSING: Tone.BAD, Status.INCONSISTENT: Tone.BAD,
     Status.CORRUPT: Tone.BAD, Status.UNSAFE: Tone.BAD, Status.NOT_APPLICABLE: Tone.MUTED,
 }
-
-
-def _root(report: AuditReport) -> str:
-    return report.path if Path(report.path).is_dir() else str(Path(report.path).parent)
 
 
 def _status_cell(c: Component) -> Span:
@@ -64,7 +60,7 @@ def component_table(audit: CheckpointAudit) -> Table:
 def ckpt_blocks(report: AuditReport) -> list[Block]:
     """The whole checkpoint report as blocks (see the module docstring)."""
     picked = report.picked
-    root = _root(report)
+    root = report_root(report)
     blocks: list[Block] = [Heading(f"autopsy ckpt: {report.path}", level=1)]
     body: list[Block] = []
     if picked.resumable:

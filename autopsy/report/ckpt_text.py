@@ -20,6 +20,11 @@ _MARK: dict[Status, str] = {
 }
 
 
+def report_root(report: AuditReport) -> str:
+    """The folder checkpoint names are shown relative to: the path audited, or its folder."""
+    return report.path if Path(report.path).is_dir() else str(Path(report.path).parent)
+
+
 def checkpoint_name(audit: CheckpointAudit, root: str) -> str:
     """The checkpoint's path relative to the path audited (or as found)."""
     try:
@@ -68,7 +73,7 @@ def render_ckpt(report: AuditReport, out: IO[str], *, verbose: bool = False) -> 
 
 def _render_ckpt(report: AuditReport, out: IO[str], verbose: bool) -> None:
     picked = report.picked
-    root = report.path if Path(report.path).is_dir() else str(Path(report.path).parent)
+    root = report_root(report)
     if picked.resumable:
         out.write(f"RESUMABLE: {describe(picked, root)}: an exact resume is possible\n")
     else:
