@@ -25,6 +25,9 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from autopsy.formats.ckpt_open import open_checkpoint
+from autopsy.formats.ckpterrors import CheckpointFormatError
+
 
 class Layout(str, Enum):
     """The checkpoint layouts autopsy knows."""
@@ -108,10 +111,12 @@ def step_from_name(name: str) -> int | None:
 
 
 def _head(path: Path, n: int = 8) -> bytes:
+    """The first ``n`` bytes of a regular file; b"" for anything else (a FIFO would block)."""
     try:
-        with open(path, "rb") as fh:
+        fh, _size = open_checkpoint(os.fspath(path))
+        with fh:
             return fh.read(n)
-    except OSError:
+    except (CheckpointFormatError, OSError):
         return b""
 
 
@@ -178,9 +183,10 @@ def _ref(path: Path, layout: Layout) -> CheckpointRef:
 def read_latest_tag(folder: Path) -> str | None:
     """The tag in a DeepSpeed ``latest`` file (``global_step500``), or None."""
     try:
-        with open(folder / "latest", "rb") as fh:
+        fh, _size = open_checkpoint(os.fspath(folder / "latest"))
+        with fh:
             text = fh.read(256).decode("utf-8", "replace").strip()
-    except OSError:
+    except (CheckpointFormatError, OSError):
         return None
     return text or None
 

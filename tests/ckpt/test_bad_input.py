@@ -79,6 +79,22 @@ def test_fifo_and_symlink_loop_do_not_hang(tmp_path: Path) -> None:
     assert status["optimizer"] == "corrupt"
 
 
+def test_fifos_a_run_dir_search_meets_do_not_block(tmp_path: Path) -> None:
+    # A loose FIFO named like a checkpoint file is sniffed for its first bytes, and a
+    # DeepSpeed "latest" FIFO is read for its tag: both opened, they would block forever.
+    run = tmp_path / "run"
+    run.mkdir()
+    os.mkfifo(run / "model.pt")
+    with pytest.raises(NothingReadable, match="no checkpoint found"):
+        audit_path(run)
+    ds = tmp_path / "ds"
+    (ds / "global_step5").mkdir(parents=True)
+    os.mkfifo(ds / "latest")
+    states = ds / "global_step5" / "mp_rank_00_model_states.pt"
+    states.write_bytes(pickle.dumps({"module": {}}, protocol=2))
+    assert Path(audit_path(ds).picked.path).name == "global_step5"
+
+
 def test_nested_too_deep_pickle_is_a_problem(tmp_path: Path) -> None:
     obj: Any = "leaf"
     for _ in range(300):
