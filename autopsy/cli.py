@@ -468,11 +468,21 @@ def _refuse_output_in_run(output: str | None, inputs: tuple[Path, ...], fmt: str
 
 
 def _emit(output: str | None, write: Callable[[Any], None]) -> None:
+    """Write the report to stdout, or to the file ``output`` (UTF-8).
+
+    A file name from the run that is not valid UTF-8 (kept by Python as lone surrogates)
+    is written as ``\\udcXX``; a stdout whose encoding cannot hold the report (say
+    ``PYTHONIOENCODING=ascii``) is a one-line error, never a traceback.
+    """
     if output is None:
-        write(sys.stdout)
+        try:
+            write(sys.stdout)
+        except UnicodeEncodeError as exc:
+            _fail(f"stdout ({exc.encoding}) cannot hold this report's characters: write it "
+                  "to a file with -o FILE, or set PYTHONIOENCODING=utf-8")
         return
     try:
-        with open(output, "w", encoding="utf-8", newline="") as fh:
+        with open(output, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
             write(fh)
     except OSError as exc:
         _fail(f"cannot write {output}: {exc.strerror}")

@@ -204,3 +204,36 @@ def test_markdown_plots_folder_in_the_run_is_refused(tmp_path: Path) -> None:
     assert "its plots folder" in result.output
     assert sorted(p.name for p in run.iterdir()) == ["train.log"]
     assert not (tmp_path / "report.md").exists()
+
+
+@pytest.mark.parametrize("suffix", ["json", "html", "md", "txt"])
+def test_a_file_name_that_is_not_utf8_does_not_break_the_report(tmp_path: Path,
+                                                                 suffix: str) -> None:
+    import os
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(NAN_RUN, run)
+    with open(os.path.join(os.fsencode(run), b"notes\xff.txt"), "wb") as fh:
+        fh.write(b"hello")
+    out = tmp_path / f"r.{suffix}"
+    result = invoke("analyze", str(run), "-v", "-o", str(out))  # a traceback would raise
+    assert result.exit_code == 1, result.output
+    text = out.read_text(encoding="utf-8")
+    assert "notes\\udcff.txt" in text
+    if suffix == "json":
+        assert "notes\udcff.txt" in json.loads(text)["run"]["unread"]
+
+
+def test_stdout_that_cannot_hold_the_report_is_one_line() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    proc = subprocess.run([sys.executable, "-m", "autopsy", "analyze", str(NAN_RUN)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr == ("autopsy: error: stdout (ascii) cannot hold this report's "
+                           "characters: write it to a file with -o FILE, or set "
+                           "PYTHONIOENCODING=utf-8\n")
