@@ -471,6 +471,23 @@ def run_average_step_time(run: Run) -> float | None:
     return float(1.0 / values[-1]) if values.size else None
 
 
+def median_of_others(values: np.ndarray) -> np.ndarray:
+    """For each cell of an ``(n, k)`` array (``k >= 2``), the median of its row without it:
+    as ``np.median(np.delete(values, j, axis=1), axis=1)`` for every column ``j``, from one
+    sort per row (O(n k log k), not O(n k^2): 1,000 ranks stay well under a second)."""
+    n, k = values.shape
+    order = np.argsort(values, axis=1, kind="stable")
+    ordered = np.take_along_axis(values, order, axis=1)
+    pos = np.empty_like(order)
+    np.put_along_axis(pos, order, np.broadcast_to(np.arange(k), (n, k)), axis=1)
+
+    def kth(i: int) -> np.ndarray:  # the i-th smallest of the others: skip the cell itself
+        return np.take_along_axis(ordered, np.where(i < pos, i, i + 1), axis=1)
+
+    m = k - 1
+    return kth(m // 2) if m % 2 else (kth(m // 2 - 1) + kth(m // 2)) / 2
+
+
 def arrival_lags(run: Run, walls: pd.DataFrame | None = None) -> pd.DataFrame:
     """How late each rank logs each step, against the others: one row per step, one column
     per rank, in seconds (``stamp - median of the other ranks' stamps``).
@@ -494,10 +511,7 @@ def arrival_lags(run: Run, walls: pd.DataFrame | None = None) -> pd.DataFrame:
     if wide.empty:
         return wide
     values = wide.to_numpy(dtype="float64")
-    lags = np.empty_like(values)
-    for j in range(values.shape[1]):
-        others = np.delete(values, j, axis=1)
-        lags[:, j] = values[:, j] - np.median(others, axis=1)
+    lags = values - median_of_others(values)
     out = pd.DataFrame(lags, index=wide.index, columns=[int(c) for c in wide.columns])
     out.attrs["resolution"] = resolution
     return out

@@ -15,6 +15,7 @@ from autopsy.signals.steptime import (
     arrival_lags,
     config_periods,
     find_stalls,
+    median_of_others,
     step_times,
     summarize,
     tag_step_times,
@@ -131,6 +132,15 @@ def test_arrival_lags_name_the_rank_that_logs_last() -> None:
     per_rank = all_wall_step_times(_run(frames))
     assert sorted(per_rank) == [0, 1, 2, 3]
     assert arrival_lags(_run([_clock([0.3] * 5)])).empty
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 8, 9])
+def test_median_of_others_is_the_median_without_each_cell(k: int) -> None:
+    rng = np.random.default_rng(k)
+    values = np.vstack([rng.random((20, k)), rng.integers(0, 3, size=(20, k)).astype(float)])
+    brute = np.column_stack([np.median(np.delete(values, j, axis=1), axis=1)
+                             for j in range(k)])
+    assert np.array_equal(median_of_others(values), brute)
 
 
 @pytest.mark.parametrize(("name", "key"), [
