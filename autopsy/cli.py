@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -24,7 +24,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     from autopsy.report._html import clean  # file names from the run: no escape sequences
 
     click.echo(f"autopsy: error: {clean(message)}", err=True)
@@ -482,10 +482,15 @@ def _emit(output: str | None, write: Callable[[Any], None]) -> None:
                   "to a file with -o FILE, or set PYTHONIOENCODING=utf-8")
         return
     try:
-        with open(output, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
-            write(fh)
+        fh = open(output, "w", encoding="utf-8", errors="backslashreplace", newline="")
     except OSError as exc:
         _fail(f"cannot write {output}: {exc.strerror}")
+    try:
+        with fh:
+            write(fh)
+    except OSError as exc:  # e.g. a Markdown report's plots folder cannot be made
+        Path(output).unlink(missing_ok=True)  # no half-written report left behind
+        _fail(f"cannot write {exc.filename or output}: {exc.strerror}")
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=exitcodes.HELP_TEXT)

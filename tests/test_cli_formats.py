@@ -237,3 +237,11 @@ def test_stdout_that_cannot_hold_the_report_is_one_line() -> None:
     assert proc.stderr == ("autopsy: error: stdout (ascii) cannot hold this report's "
                            "characters: write it to a file with -o FILE, or set "
                            "PYTHONIOENCODING=utf-8\n")
+
+
+def test_markdown_plots_folder_that_cannot_be_made_names_it(tmp_path: Path) -> None:
+    (tmp_path / "r_files").write_text("a file, not a folder")
+    result = CliRunner().invoke(cli, ["analyze", str(NAN_RUN), "-o", str(tmp_path / "r.md")])
+    assert result.exit_code == 2
+    assert re.fullmatch(r"autopsy: error: cannot write .*r_files: .+\n", result.output)
+    assert not (tmp_path / "r.md").exists()  # no half-written report
