@@ -489,7 +489,8 @@ def _emit(output: str | None, write: Callable[[Any], None]) -> None:
         with fh:
             write(fh)
     except OSError as exc:  # e.g. a Markdown report's plots folder cannot be made
-        Path(output).unlink(missing_ok=True)  # no half-written report left behind
+        if Path(output).is_file():  # no half-written report left (never a device: /dev/full)
+            Path(output).unlink()
         _fail(f"cannot write {exc.filename or output}: {exc.strerror}")
 
 
