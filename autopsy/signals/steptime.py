@@ -221,8 +221,10 @@ def all_wall_step_times(run: Run, *, skip_first: int = 1,
     """
     walls = step_walls(run) if walls is None else walls
     sources = walls.attrs.get("sources", {})
+    plain = walls.copy(deep=False)
+    plain.attrs = {}  # else every per-rank frame deep-copies the {rank: source} dict
     out: dict[int | None, StepTimes] = {}
-    for r, rows in walls.groupby("rank", sort=True):
+    for r, rows in plain.groupby("rank", sort=True):
         rank = None if int(r) < 0 else int(r)
         got = _intervals(rank, rows, sources.get(int(r)), skip_first)
         if got is not None:
