@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
@@ -58,12 +57,13 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
     """
     if not run.events.empty:
         failed = run.events[run.events["kind"].astype(str).isin(FAILURE_EVENTS)]
-        ended = [
-            1 for step, rank in zip(failed["step"], failed["rank"], strict=True)
-            if pd.isna(step)
-            or went_on_past(run, int(step) + 1, None if pd.isna(rank) else int(rank)) is None
-        ]
-        if ended:
+        # per rank only its latest failure matters (a run that went on past it went on past
+        # the earlier ones): one scan of the scalars per rank, not per event
+        latest = failed.groupby(failed["rank"].astype("float64").fillna(-1.0))["step"].max()
+        if failed["step"].isna().any() or any(
+            went_on_past(run, int(step) + 1, None if rank < 0 else int(rank)) is None
+            for rank, step in latest.items()
+        ):
             return None  # the logs say something failed and the run did not go on past it
     loss = run.series("loss")
     values = loss.to_numpy(dtype=float)
