@@ -231,8 +231,11 @@ def _render_rich_report(run: Any, diagnosis: Any, fmt: str, out: Any, output: st
     else:
         from autopsy.report.markdown_report import render_analysis_markdown
 
-        render_analysis_markdown(run, diagnosis, out, rank_status=rank_status,
-                                 output=Path(output) if output else None)
+        # plots go beside a file; beside a device or pipe (-o /dev/stdout) there is no folder
+        target = Path(output) if output else None
+        if target is not None and target.exists() and not target.is_file():
+            target = None
+        render_analysis_markdown(run, diagnosis, out, rank_status=rank_status, output=target)
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=exitcodes.HELP_TEXT)

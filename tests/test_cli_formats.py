@@ -245,3 +245,13 @@ def test_markdown_plots_folder_that_cannot_be_made_names_it(tmp_path: Path) -> N
     assert result.exit_code == 2
     assert re.fullmatch(r"autopsy: error: cannot write .*r_files: .+\n", result.output)
     assert not (tmp_path / "r.md").exists()  # no half-written report
+
+
+def test_markdown_to_a_device_makes_no_plots_folder(tmp_path: Path) -> None:
+    import os
+
+    device = tmp_path / "dev.md"
+    device.symlink_to(os.devnull)
+    result = invoke("analyze", str(NAN_RUN), "--format", "markdown", "-o", str(device))
+    assert result.exit_code == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dev.md"]  # no dev_files/
