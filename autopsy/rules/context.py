@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from autopsy.model.finding import Evidence, Finding, Severity
 from autopsy.rules.registry import RuleSpec, ThresholdValue
+
+T = TypeVar("T")
 
 
 class SkipRule(Exception):
@@ -27,6 +29,13 @@ class RuleContext:
 
     def __getitem__(self, name: str) -> Any:
         return self.thresholds[name]
+
+    def cached(self, key: Hashable, make: Callable[[], T]) -> T:
+        """``shared[key]``, made by ``make()`` the first time in this engine run (a result
+        several rules need, e.g. the per-rank status; put the thresholds used in ``key``)."""
+        if key not in self.shared:
+            self.shared[key] = make()
+        return self.shared[key]  # type: ignore[no-any-return]
 
     def skip(self, reason: str) -> SkipRule:
         """The exception to raise when the run lacks what this rule needs:

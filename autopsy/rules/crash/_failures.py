@@ -88,9 +88,19 @@ def cascade_label(message: str | None) -> str:
     return text.split("\n")[0][:80] or "an error"
 
 
-def cascade_summary(run: Any, culprit: int | None) -> tuple[str | None, list[int]]:
+def shared_rank_status(run: Any, ctx: Any = None) -> pd.DataFrame:
+    """:func:`rank_status` of the run, computed once per engine run when ``ctx`` (a
+    :class:`~autopsy.rules.context.RuleContext`) is given: the crash, OOM and hang rules
+    all need it, and it walks every rank's events."""
+    if ctx is None:
+        return rank_status(run)
+    return ctx.cached("rank_status", lambda: rank_status(run))  # type: ignore[no-any-return]
+
+
+def cascade_summary(run: Any, culprit: int | None,
+                    ctx: Any = None) -> tuple[str | None, list[int]]:
     """Summarise how the other ranks failed: "ranks 0,1,3 then failed with ..."."""
-    status = rank_status(run)
+    status = shared_rank_status(run, ctx)
     groups: dict[str, list[int]] = {}
     for r, row in status.iterrows():
         if culprit is not None and int(r) == culprit:

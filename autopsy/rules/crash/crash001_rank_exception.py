@@ -115,7 +115,7 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
         advice.append(f"fix the {exc} raised in {loc}: {text[:120]}")
     else:
         advice.append(f"fix the {exc} of the traceback at {where}: {text[:120]}")
-    cascade, victims = (None, []) if first.rank is None else cascade_summary(run, first.rank)
+    cascade, victims = (None, []) if first.rank is None else cascade_summary(run, first.rank, ctx)
     if cascade:
         evidence.append(Evidence(summary=cascade, numbers={"ranks": ",".join(map(str, victims))}))
         advice.append("ignore the other ranks' errors: they are consequences of "

@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 
 from autopsy.model.run import Run
-from autopsy.signals.ranks import event_roles, rank_status
+from autopsy.rules.crash._failures import shared_rank_status
+from autopsy.signals.ranks import event_roles
 
 #: Event kinds that mean "this rank waited in a collective and gave up".
 TIMEOUT_KINDS: frozenset[str] = frozenset({"nccl_timeout", "collective_timeout", "heartbeat_stuck"})
@@ -112,8 +113,17 @@ def _odd_ones(groups: dict[Any, list[int]]) -> tuple[Any, list[int]] | None:
     return top, sorted(r for k, v in groups.items() if k != top for r in v)
 
 
-def classify(run: Run) -> Hang:
-    """Classify the run's collective timeouts; ``kind`` is ``"none"`` when no hang rule applies."""
+def classify(run: Run, ctx: Any = None) -> Hang:
+    """Classify the run's collective timeouts; ``kind`` is ``"none"`` when no hang rule applies.
+
+    With ``ctx`` (a :class:`~autopsy.rules.context.RuleContext`), computed once per engine
+    run for every hang rule."""
+    if ctx is not None:
+        return ctx.cached("hang.classify", lambda: _classify(run, ctx))  # type: ignore
+    return _classify(run, None)
+
+
+def _classify(run: Run, ctx: Any) -> Hang:
     events = last_attempt(run.events)
     if events.empty:
         return Hang("none")
@@ -126,7 +136,7 @@ def classify(run: Run) -> Hang:
     stuck = stuck_ranks(events)
     if not stuck:
         return Hang("none")
-    status = rank_status(run)
+    status = shared_rank_status(run, ctx)
     steps = {int(r): int(s) for r, s in status["last_step"].dropna().items()}
     hang = Hang("timeout", stuck=stuck, culprits=tuple(sorted(stuck)))
 

@@ -49,7 +49,7 @@ def collective_timeout_laggard(run: Run, ctx: RuleContext) -> Finding | None:
         laggard, how the laggard ended and its last step. Confidence is
         ``confidence_named`` with a laggard, ``confidence_unnamed`` without.
     """
-    hang = classify(run)
+    hang = classify(run, ctx)
     if hang.kind not in {"dead", "straggler", "timeout"}:
         return None
     stuck = hang.stuck

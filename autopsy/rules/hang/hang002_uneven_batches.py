@@ -42,7 +42,7 @@ def uneven_batches(run: Run, ctx: RuleContext) -> Finding | None:
         The rank that left its loop, where it waited (function and call site)
         and its last step; where the others waited.
     """
-    hang = classify(run)
+    hang = classify(run, ctx)
     if hang.kind != "uneven":
         return None
     short = list(hang.culprits)

@@ -45,7 +45,7 @@ def collective_mismatch(run: Run, ctx: RuleContext) -> Finding | None:
         The SeqNum and the NumelIn of each side, or where the odd rank waited
         (function, call site, step) and where the others were.
     """
-    hang = classify(run)
+    hang = classify(run, ctx)
     if hang.kind != "mismatch":
         return None
     odd = list(hang.culprits)

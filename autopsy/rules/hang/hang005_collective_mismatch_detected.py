@@ -7,8 +7,8 @@ from collections import Counter
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
+from autopsy.rules.crash._failures import shared_rank_status
 from autopsy.rules.registry import rule
-from autopsy.signals.ranks import rank_status
 
 #: Fingerprint fields compared across ranks.
 FIELDS: tuple[str, ...] = ("OpType", "TensorShape", "TensorDtypes")
@@ -71,7 +71,7 @@ def collective_mismatch_detected(run: Run, ctx: RuleContext) -> Finding | None:
         else:
             culprits = sorted(prints)
             what = "no majority: " + ", ".join(f"rank {r} {p}" for r, p in sorted(prints.items()))
-    status = rank_status(run)
+    status = shared_rank_status(run, ctx)
     last = status["last_step"].reindex(culprits).dropna() if not status.empty else None
     step = int(last.min()) + 1 if last is not None and len(last) else None
     evidence = [Evidence(summary=f"rank {r}: " + ", ".join(

@@ -99,7 +99,7 @@ def cuda_oom(run: Run, ctx: RuleContext) -> Finding | None:
     if d.get("other_processes"):
         evidence.append(Evidence(summary=f"another process holds {_gib(d['other_processes'])} "
                                  "on the same GPU"))
-    cascade, _ = (None, []) if first.rank is None else cascade_summary(run, first.rank)
+    cascade, _ = (None, []) if first.rank is None else cascade_summary(run, first.rank, ctx)
     if cascade:
         evidence.append(Evidence(summary=cascade))
     claim, _agrees = claim_evidence(ev, first.rank)
