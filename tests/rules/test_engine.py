@@ -218,3 +218,18 @@ def test_the_nan_classification_is_computed_once_per_diagnosis(monkeypatch) -> N
     d = diagnose(run)
     assert d.verdict.family is Family.NAN_INF
     assert len(calls) == 1
+
+
+def test_cached_results_are_made_once_per_engine_run() -> None:
+    made: list[int] = []
+
+    def uses_cache(run, ctx):
+        ctx.cached("shared.thing", lambda: made.append(1) or len(made))
+        return None
+
+    registry = {c: _spec(c, uses_cache) for c in ("TST001", "TST002", "TST003")}
+    run = synthetic_run({"loss": [1.0, 0.5]})
+    diagnose(run, registry=registry)
+    assert made == [1]
+    diagnose(run, registry=registry)  # a new engine run makes it again
+    assert made == [1, 1]
