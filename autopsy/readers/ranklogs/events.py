@@ -41,17 +41,18 @@ _TIMEOUT_AT = re.compile(r"(?:Timeout at NCCL work|detected by watchdog at work)
 _PG_STATUS = re.compile(r"last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: "
                         r"(-?\d+)")
 _SEQ_ID = re.compile(r"work sequence id:? (\d+)")
-_PG = re.compile(r"\[PG (?:ID )?([^\]]*?)\s*Rank (\d+)\]")
+_PG = re.compile(r"\[PG (?:ID )?([^\][]*?)Rank (\d+)\]")  # group 1 is stripped
 _STUCK = re.compile(r"got stuck for (\d+) seconds")
 _LAGGING = re.compile(r"ranks \[?([\d, ]*)\]? (?:are|is) the lagging ranks"
                       r"|caused the desync are: \[?([\d, ]*)\]?")
 _DESYNC_COLL = re.compile(r"(?:Timeout at collective|collective) #?(\d+)")
 _GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (recv|send) operation")
 _MISMATCH_SIDE = re.compile(r"Rank (\d+) is running collective: CollectiveFingerPrint\(")
-_FP_FIELD = re.compile(r"(\w+)=(\[[^\]]*\]|[^,()]+)")
+_FP_FIELD = re.compile(r"\b(\w+)=(\[[^\]]*\]|[^,()]+)")
 _DATA_SIZE = re.compile(r"Received data size doesn't match expected size"
-                        r"(?:.*?expected\s*[=:]?\s*(\d+).*?received\s*[=:]?\s*(\d+))?")
-_CLIENTS = re.compile(r"(\d+)/(\d+) clients joined")
+                        r"(?:.{0,300}?expected\s*(?:[=:]\s*)?(\d+).{0,300}?received\s*(?:[=:]\s*)?"
+                        r"(\d+))?")
+_CLIENTS = re.compile(r"(?<!\d)(\d+)/(\d+) clients joined")
 _BARRIER = re.compile(r"world_size=(\d+), worker_count=(\d+)")
 _MONITORED = re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier")
 _TIMEOUT_S = re.compile(r"after (\d+(?:\.\d+)?)\s*(?:s\b|seconds)")
@@ -153,7 +154,7 @@ def nccl_events(text: str) -> list[tuple[EventKind, Details]]:
     return out
 
 
-_DESYNC_LINE = re.compile(r"^\s*-?\s*\[([\d, ]+)\]\s*(.*)$")
+_DESYNC_LINE = re.compile(r"^\s*(?:-\s*)?\[([\d, ]+)\]\s*(.*)$")
 
 
 def desync_continuation(lines: Iterable[str]) -> Details | None:
@@ -182,10 +183,12 @@ def desync_continuation(lines: Iterable[str]) -> Details | None:
 def mismatch_details(text: str) -> Details:
     """Both fingerprints of a DETAIL collective mismatch, and what differs."""
     sides = []
-    for m in _MISMATCH_SIDE.finditer(text):  # bodies nest parentheses: matched by depth
+    found = list(_MISMATCH_SIDE.finditer(text))
+    for k, m in enumerate(found):  # bodies nest parentheses: matched by depth
         start = m.end()
+        stop = found[k + 1].start() if k + 1 < len(found) else len(text)  # linear in the line
         depth, i = 1, start
-        while i < len(text) and depth:
+        while i < stop and depth:
             depth += {"(": 1, ")": -1}.get(text[i], 0)
             i += 1
         body = text[start:i - 1] if depth == 0 else text[start:]

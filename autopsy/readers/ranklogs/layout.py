@@ -22,9 +22,9 @@ _PREFIX = re.compile(
     r"^(?:\[(?:rank|default)(?P<a>\d+)\]: ?"
     r"|(?P<b>\d{1,6}): "
     r"|\[(?P<job>\d+),(?P<c>\d+)\]<(?:stdout|stderr)>:"
-    r"|(?P<host>[A-Za-z][\w.-]*\d[\w.-]*): )"
+    r"|(?P<host>[A-Za-z](?=[\w.-]*\d)[\w.-]*): )"
 )
-_INLINE_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]|\bOVERFLOW! Rank (\d+)\b|\[Rank (\d+)\]")
+_INLINE_RANK = re.compile(r"\[(?:PG [^\][]*?)?Rank (\d+)\]|\bOVERFLOW! Rank (\d+)\b|\[Rank (\d+)\]")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-_NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
 _HF_PAIR = re.compile(r"'([^']+)':\s*(?:'(" + _NUM + r")'|(" + _NUM + r")|np\.float\d*\((" + _NUM
                       + r")\)|tensor\((" + _NUM + r"))")
 _MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
@@ -25,10 +25,10 @@ _MEGA_PAIR = re.compile(r"\|\s*([A-Za-z][\w ()/.-]*?):\s*(" + _NUM + r")\s*(?=\|
 _DS_STEP = re.compile(r"\bstep=(\d+), skipped=(\d+)(?:, lr=\[([^\]]*)\])?")
 _FAIRSEQ_PIPE = re.compile(r"\|\s*(\w+)\s+(" + _NUM + r")(?=\s*\||\s*$)")
 _FAIRSEQ_EQ = re.compile(r"\b(\w+)=(" + _NUM + r")(?=,|\s|$)")
-_GEN_STEP = re.compile(r"\b(?:[Ss]tep|[Ii]ter(?:ation)?|global_step)\s*[:= #]\s*(\d+)")
+_GEN_STEP = re.compile(r"\b(?:[Ss]tep|[Ii]ter(?:ation)?|global_step)(?:\s*[:=#]|\s)\s*(\d+)")
 _GEN_PAIR = re.compile(
     r"\b(loss|lr|learning_rate|grad_norm|gnorm|loss_scale|ppl|data_time|compute_time|step_time"
-    r"|iter_time|batch_time|(?<![\w.])time(?=\s*[:=]))\s*[:=]?\s*(" + _NUM + r")(?![\w.])")
+    r"|iter_time|batch_time|(?<![\w.])time(?=\s*[:=]))\s*(?:[:=]\s*)?(" + _NUM + r")(?![\w.])")
 _LOGGING_STEPS = re.compile(r"logging_steps\s*[=:]\s*(\d+)")
 _BAR_AFTER = re.compile(rb"\r\s*\d+%\|[^|\r\n]*\|\s*(\d+)/(\d+) \[[^\r\n\x1b]*?\](?!\x1b\[A)")
 
