@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from autopsy.model.run import Run
+from autopsy.rules.config._cfg import as_number
 
 #: Typical LR ranges per regime (threshold name -> default).
 REGIME_THRESHOLDS: dict[str, float] = {
@@ -87,12 +88,6 @@ class PeakLR:
         return f"learning_rate {self.value:.3g} (from {self.source})"
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if np.isfinite(value) else None
-
-
 def lr_regime(run: Run, thresholds: Mapping[str, Any]) -> Regime:
     """The run's regime, from ``finetune_mode`` and ``optim`` (see the module docstring)."""
     mode = run.config.get_entry("finetune_mode")
@@ -114,7 +109,7 @@ def lr_regime(run: Run, thresholds: Mapping[str, Any]) -> Regime:
 def peak_lr(run: Run) -> PeakLR | None:
     """The peak LR: the largest finite logged ``learning_rate``, else the config value."""
     entry = run.config.get_entry("learning_rate")
-    cfg = _number(entry.value) if entry is not None else None
+    cfg = as_number(entry.value) if entry is not None else None
     lr = run.series("learning_rate")
     values = lr.to_numpy(dtype=float)
     finite = np.isfinite(values)

@@ -59,3 +59,12 @@ def test_near_miss_no_warmup_at_a_modest_lr_passes() -> None:
 
 def test_passes_on_healthy_hf_trainer() -> None:
     assert "CFG003" not in codes(sample("healthy_hf_trainer"))
+
+
+def test_a_config_number_too_large_for_a_float_is_no_crash() -> None:
+    for huge in (10**30, 10**400):
+        run = synthetic_run({"loss": falling(3.0, 1.0, 40), "learning_rate": [1e-5] * 40},
+                            config={"learning_rate": huge, "warmup_steps": 0, "max_steps": huge})
+        d = diagnose(run)
+        failed = [s for s in d.skipped if s.reason.startswith("rule failed")]
+        assert failed == [], failed

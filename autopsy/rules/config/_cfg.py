@@ -21,10 +21,14 @@ MODEL_CONFIG_MARKERS = ("model_type", "architectures")
 
 
 def as_number(value: Any) -> float | None:
-    """A finite int/float (not a bool), else None."""
+    """A finite int/float (not a bool), else None (also for an int too large for a float)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer of hundreds of digits in a hostile config
+        return None
+    return number if math.isfinite(number) else None
 
 
 
