@@ -191,7 +191,7 @@ def mismatch_details(text: str) -> Details:
         while i < stop and depth:
             depth += {"(": 1, ")": -1}.get(text[i], 0)
             i += 1
-        body = text[start:i - 1] if depth == 0 else text[start:]
+        body = text[start:i - 1] if depth == 0 else text[start:stop]
         fields = {k: v.strip() for k, v in _FP_FIELD.findall(body)}
         sides.append({"rank": int(m.group(1)), **fields})
     d: Details = {"fingerprints": sides, "ranks": [s["rank"] for s in sides]}
