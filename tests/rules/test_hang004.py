@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pandas as pd
 from hang_runs import events_run, load
 
 from autopsy.api import diagnose
@@ -26,3 +29,10 @@ def test_fires_on_store_barrier_counts() -> None:
 def test_near_miss_passes_on_a_plain_collective_timeout() -> None:
     run = events_run([(0, 7, "nccl_timeout", {"SeqNum": 40, "OpType": "ALLREDUCE"})])
     assert "HANG004" not in _find(run)
+
+
+def test_fires_on_a_timeout_line_without_a_line_number() -> None:
+    run = events_run([(None, None, "rendezvous_timeout", {"expected": 4, "joined": 3})])
+    run = replace(run, events=run.events.assign(line=pd.array([None], dtype="Int64")))
+    f = _find(run)["HANG004"]
+    assert "3/4" in f.message and f.evidence[0].line is None

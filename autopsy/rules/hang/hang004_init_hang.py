@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
@@ -56,7 +58,7 @@ def init_hang(run: Run, ctx: RuleContext) -> Finding | None:
     who = (f"rank(s) {sorted(missing)} never joined" if missing
            else "the logs do not say which ranks are missing")
     evidence = [Evidence(summary=str(r["message"])[:200], source=r["source"],
-                         line=None if r["line"] is None else int(r["line"]))
+                         line=None if pd.isna(r["line"]) else int(r["line"]))
                 for _, r in rows.drop_duplicates("rank").iterrows()]
     return ctx.finding(
         message=f"init/barrier hang: {count}; {who} (timeout reported by ranks {reporters})",
