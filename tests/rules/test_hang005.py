@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from hang_runs import load
+from dataclasses import replace
+
+import pandas as pd
+from hang_runs import events_run, load
 
 from autopsy.api import diagnose
 
@@ -27,3 +30,11 @@ def test_near_miss_two_ranks_without_majority_names_both() -> None:
 def test_passes_over_a_silent_mismatch_and_a_stall() -> None:
     for name in ("ddp_collective_mismatch_silent", "ddp_rank_stall_timeout"):
         assert "HANG005" not in {f.code for f in diagnose(load(name)).findings}
+
+
+def test_fires_on_a_mismatch_line_without_rank_or_line_number() -> None:
+    run = events_run([(None, None, "collective_mismatch", {})])
+    run = replace(run, events=run.events.assign(line=pd.array([None], dtype="Int64")))
+    f = {x.code: x for x in diagnose(run).findings}["HANG005"]
+    assert f.ranks == () and f.evidence[0].line is None
+    assert f.advice[0].startswith("make every rank call the same collective")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pandas as pd
+
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
@@ -79,13 +81,15 @@ def collective_mismatch_detected(run: Run, ctx: RuleContext) -> Finding | None:
                          numbers={"SequenceNumber": seq} if seq is not None else {})
                 for r, p in sorted(prints.items())]
     evidence += [Evidence(summary=str(r["message"])[:200], source=r["source"],
-                          line=int(r["line"])) for _, r in rows.head(3).iterrows()]
+                          line=None if pd.isna(r["line"]) else int(r["line"]))
+                 for _, r in rows.head(3).iterrows()]
     return ctx.finding(
         message=f"collective mismatch on rank(s) {culprits}"
                 + (f" in step {step}" if step is not None else "") + f": {what}",
         severity=Severity.CRITICAL, confidence=ctx["confidence"], cause="collective_mismatch",
         step=step, ranks=culprits, evidence=evidence,
-        advice=[f"make rank {culprits[0]} call the same collective with the same shape and "
+        advice=[f"make {f'rank {culprits[0]}' if culprits else 'every rank'} call the same "
+                "collective with the same shape and "
                 "dtype as the others (pad variable-size tensors, or all_gather sizes first)",
                 "move collectives out of rank-conditional branches"],
     )
