@@ -292,3 +292,13 @@ def test_error_json(tmp_path: Path) -> None:
     bad.write_text('{"message": ')
     part = ranklogs.read(bad, "x/error.json")
     assert part.events.empty and [p.kind for p in part.problems] == ["invalid_json"]
+
+
+def test_child_failed_without_its_summary_hides_no_later_lines(tmp_path: Path) -> None:
+    ev = _events(tmp_path, (
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: quoted, no summary\n"
+        "[rank1]:step 3 loss 2.0\n"
+        "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"))
+    assert (ev["kind"] == "child_failed").sum() == 0
+    oom = _only(ev, "oom")
+    assert (oom["rank"], oom["line"], oom["step"]) == (1, 3, 3)

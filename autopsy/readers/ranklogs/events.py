@@ -453,7 +453,8 @@ def parse_child_failed(lines: Iterable[str]) -> tuple[list[Details], int]:
 
     Returns one dict per failed rank (``rank``, ``local_rank``, ``exitcode``,
     ``pid``, ``signal``, ``error_file``, ``host``, ``time``, ``claimed_root``) and
-    the number of lines read.
+    the number of lines read: none when the next non-blank line is not the
+    summary's ``=====`` rule (a ``ChildFailedError:`` quoted in a message).
     """
     entries: list[Details] = []
     root = False
@@ -465,6 +466,8 @@ def parse_child_failed(lines: Iterable[str]) -> tuple[list[Details], int]:
         if consumed > 20000:
             break
         s = text.strip()
+        if not seps and s and "=====" not in s:
+            return [], 0  # no summary block follows: the lines after are not its to take
         if s.startswith("====="):
             seps += 1
             if seps >= 2:
