@@ -98,3 +98,25 @@ def test_a_broken_pool_falls_back_to_this_process(
     monkeypatch.setattr(reader, "ProcessPoolExecutor", pool)
     fallback = read_group(paths, rels)
     _same(fallback, serial)
+
+
+class _RaisingPool(_BrokenPool):
+    """A pool whose worker raised ValueError for one file (the others are fine)."""
+
+    def submit(self, fn: Any, path: Path, rel: str) -> Future[Any]:
+        future: Future[Any] = Future()
+        if rel == "rank1.log":
+            future.set_exception(ValueError("bad bytes"))
+        else:
+            future.set_result(fn(path, rel))
+        return future
+
+
+def test_a_file_a_worker_could_not_scan_is_scanned_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _logs(tmp_path, 4)
+    rels = [p.name for p in paths]
+    serial = read_group(paths, rels)
+    monkeypatch.setattr(reader, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(reader, "ProcessPoolExecutor", _RaisingPool)
+    _same(read_group(paths, rels), serial)  # one worker's error costs no other file

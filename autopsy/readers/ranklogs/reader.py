@@ -155,6 +155,8 @@ def _in_pool(pool: ProcessPoolExecutor, paths: list[Path], rels: list[str]
                     result = future.result()
                 except (OSError, RuntimeError, MemoryError):  # a dead worker
                     broken = True
+                except ValueError:  # scanned again here, where _safe_scan records it
+                    pass
             yield result if result is not None else _safe_scan(path, rel)
             submit()
 
