@@ -152,7 +152,7 @@ def new_side(run: Run, b: Boundary) -> tuple[float, int]:
     mask = (df["segment"] == b.segment).to_numpy()
     if b.source is not None:
         names, codes = _source_codes(run)
-        mask &= codes == (names.get_loc(b.source) if b.source in names else -2)
+        mask = mask & (codes == (names.get_loc(b.source) if b.source in names else -2))
     if not mask.any():
         return math.nan, b.resume_step
     wall = df["wall_time"].to_numpy(dtype="float64")[mask]

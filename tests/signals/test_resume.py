@@ -15,6 +15,7 @@ from autopsy.signals.resume import (
     boundaries,
     loss_jump,
     lr_break,
+    new_side,
     noise,
     pattern_repeat,
     sides,
@@ -128,6 +129,14 @@ def test_event_files_that_continue_each_other_are_a_boundary() -> None:
     assert b.previous_source == "runs/a/events.out.tfevents.1"
     prev, new = sides(run, b, "loss")
     assert list(prev.index) == list(range(1, 31)) and list(new.index) == list(range(31, 61))
+
+
+def test_new_side_of_a_boundary_inside_a_segment() -> None:
+    frames = [_file(range(1, 31), 0.0, "runs/a/events.out.tfevents.1"),
+              _file(range(31, 61), 500.0, "runs/b/events.out.tfevents.2")]
+    run = Run(root=Path("x"), scalars=concat_scalars(frames), events=empty_events())
+    (b,) = boundaries(run)
+    assert new_side(run, b) == (531.0, 60)
 
 
 def test_files_written_at_the_same_time_are_no_boundary() -> None:
