@@ -302,3 +302,13 @@ def test_child_failed_without_its_summary_hides_no_later_lines(tmp_path: Path) -
     assert (ev["kind"] == "child_failed").sum() == 0
     oom = _only(ev, "oom")
     assert (oom["rank"], oom["line"], oom["step"]) == (1, 3, 3)
+
+
+def test_a_huge_error_json_message_is_cut_in_the_details(tmp_path: Path) -> None:
+    err = tmp_path / "error.json"
+    err.write_text(json.dumps({"message": {"message": "RuntimeError: " + "A" * 100_000,
+                                           "extraInfo": {}}}))
+    ev = ranklogs.read(err, "error.json").events
+    row = _only(ev, "error_file")
+    assert row["details"]["exception"] == "RuntimeError"
+    assert row["details"]["exc_message"] == "A" * 2000

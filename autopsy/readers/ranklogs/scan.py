@@ -610,7 +610,7 @@ def _read_error_json(path: Path, rel: str, info: PathInfo, out: FileResult) -> N
     head = last[-1] if last else ""
     m = re.match(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$", head)
     if m:
-        details["exception"], details["exc_message"] = m.group(1), (m.group(2) or "")
+        details["exception"], details["exc_message"] = m.group(1), (m.group(2) or "")[:2000]
     stack = extra.get("py_callstack")
     if isinstance(stack, str):
         tb, _ = ev.parse_traceback(stack.splitlines()[1:])
