@@ -107,3 +107,13 @@ def test_fires_on_the_overfitting_sample() -> None:
         label = json.loads(label_file.read_text())
         assert (d.verdict.family.value, d.verdict.cause, d.verdict.step) == (
             label["family"], label["cause"], label["first_bad_step"])
+
+
+def test_fires_when_the_epoch_at_the_best_step_is_nan() -> None:
+    series: dict[str, dict[int, float]] = {
+        "eval_loss": dict(zip(EVAL_STEPS, OVERFIT, strict=False)),
+        "loss": dict(zip(range(5, 161, 5), TRAIN, strict=True)),
+        "epoch": {s: (math.nan if s <= 30 else s / 50) for s in range(5, 161, 5)},
+    }
+    (f,) = _ovf001(synthetic_run(series))
+    assert any("train for fewer steps (max_steps=30)" in a for a in f.advice)

@@ -207,6 +207,7 @@ def _advice(run: Run, best_step: int, best: float, keep: _Keep | None,
                   f"load_best_model_at_end=True, metric_for_best_model=\"eval_loss\", "
                   f"greater_is_better=False, EarlyStoppingCallback(early_stopping_patience=3)")
     epoch = run.series("epoch")
+    epoch = epoch[np.isfinite(epoch.to_numpy(dtype="float64"))]  # a NaN epoch says nothing
     if len(epoch) and best_step >= int(epoch.index.min()):
         at = float(epoch[epoch.index <= best_step].iloc[-1])
         advice.append(f"train for fewer epochs: the best eval was at epoch {at:.3g} "
