@@ -41,15 +41,23 @@ _STATEFUL_DL_KEYS = frozenset({"_num_yielded", "_sampler_iter_yielded", "_snapsh
 WEIGHTS_ONLY = ("the file holds weights only: a resume restarts {what} from scratch")
 
 
-def _has_stateful_loader(obj: Any, depth: int = 0) -> str | None:
-    """The key path of a StatefulDataLoader state dict inside ``obj``, or None."""
+def _has_stateful_loader(obj: Any, depth: int = 0,
+                         _seen: set[int] | None = None) -> str | None:
+    """The key path of a StatefulDataLoader state dict inside ``obj``, or None.
+
+    A dict met again (shared through the pickle's memo) is looked into once.
+    """
     obj = unwrap(obj)
     if depth > 6 or not isinstance(obj, dict):
         return None
+    seen = set() if _seen is None else _seen
+    if id(obj) in seen:
+        return None
+    seen.add(id(obj))
     if _STATEFUL_DL_KEYS & {str(k) for k in obj}:
         return ""
     for k, v in obj.items():
-        found = _has_stateful_loader(v, depth + 1)
+        found = _has_stateful_loader(v, depth + 1, seen)
         if found is not None:
             return f"{k}.{found}".rstrip(".")
     return None

@@ -120,3 +120,22 @@ def test_an_unexpected_failure_is_a_finding_not_a_crash(tmp_path: Path,
     report = audit_path(path)
     assert not report.resumable
     assert "boom" in report.picked.findings[0].message
+
+
+def test_containers_shared_through_the_memo_are_walked_once(tmp_path: Path) -> None:
+    # A 2 kB file: each list holds the one below ten times, twelve deep. Walked path by
+    # path that is 10**12 visits; each shared container is walked once instead.
+    torch = pytest.importorskip("torch")
+    nested: Any = [torch.zeros(1)]
+    for _ in range(12):
+        nested = [nested] * 10
+    shared = {"x": 1}
+    for _ in range(7):
+        shared = {str(i): shared for i in range(100)}
+    path = tmp_path / "dag.pt"
+    torch.save({"model": nested, "extra": shared,
+                "optimizer": {"state": {0: {"exp_avg": nested}}, "param_groups": []}}, path)
+    assert path.stat().st_size < 64 << 10
+    audit = audit_path(path, scan_values=True).picked
+    status = {c.name: c.status.value for c in audit.components}
+    assert status["weights"] == status["optimizer"] == "ok"
