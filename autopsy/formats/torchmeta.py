@@ -39,7 +39,7 @@ from autopsy.formats.tensorinfo import ITEMSIZE, MAX_NUMEL, TensorInfo
 from autopsy.formats.torchzip import ZipIndex, read_zip_directory, salvage_zip
 from autopsy.formats.unpickle import Call, UnpickleError, danger_reason, load_torch, scan
 from autopsy.formats.unpickle.loader import Unpickled, scan_stream
-from autopsy.formats.unpickle.torchfile import TORCH_LEGACY_MAGIC
+from autopsy.formats.unpickle.torchfile import TORCH_LEGACY_MAGIC, archive_of, pick_data_pkl
 
 _LIMITS = {"max_bytes": 256 << 20, "max_ops": 10_000_000, "max_depth": 256}
 
@@ -89,14 +89,9 @@ def _storages(unpickled: Unpickled) -> dict[str, StorageRef]:
     return out
 
 
-def _pick_data_pkl(names: Any) -> str | None:
-    found = [n for n in names if n == "data.pkl" or n.endswith("/data.pkl")]
-    return min(found, key=lambda n: (n.count("/"), n)) if found else None
-
-
 def _pickle_from_index(fh: IO[bytes], index: ZipIndex) -> Unpickled | None:
     """The pickle read straight from its stored member (faster than through zipfile)."""
-    name = _pick_data_pkl(index.members)
+    name = pick_data_pkl(index.members)
     member = index.members.get(name) if name is not None else None
     if member is None or member.method != 0 or member.present < member.size:
         return None
@@ -108,8 +103,8 @@ def _pickle_from_index(fh: IO[bytes], index: ZipIndex) -> Unpickled | None:
         unpickled = scan(raw, **_LIMITS)
     except UnpickleError:
         return None
-    archive = name.rsplit("/", 1)[0] if "/" in name else ""
-    return replace(unpickled, container="torch_zip", member=name, meta={"archive": archive})
+    return replace(unpickled, container="torch_zip", member=name,
+                   meta={"archive": archive_of(name)})
 
 
 def _read_zip(fh: IO[bytes], path: str, size: int) -> tuple[Unpickled, dict[str, _Located],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 import zipfile
+from collections.abc import Iterable
 from typing import IO
 
 from autopsy.formats.unpickle.errors import PickleTruncated, UnpickleError
@@ -24,12 +25,13 @@ def _is_data_pkl(name: str) -> bool:
     return name == "data.pkl" or name.endswith("/data.pkl")
 
 
-def _archive_of(member: str) -> str:
+def archive_of(member: str) -> str:
     """The archive folder a member lies in (``"archive/data.pkl"`` -> ``"archive"``)."""
     return member.rsplit("/", 1)[0] if "/" in member else ""
 
 
-def _pick_data_pkl(names: list[str]) -> str | None:
+def pick_data_pkl(names: Iterable[str]) -> str | None:
+    """The ``data.pkl`` member torch reads: the least nested one, then the first by name."""
     candidates = [n for n in names if _is_data_pkl(n)]
     return min(candidates, key=lambda n: (n.count("/"), n)) if candidates else None
 
@@ -45,13 +47,13 @@ def _torch_zip(fh: IO[bytes], limits: dict[str, int], start: int) -> Unpickled:
                 raise
             raise UnpickleError(f"cannot read the torn zip file: {exc}") from exc
     with archive:
-        member = _pick_data_pkl(archive.namelist())
+        member = pick_data_pkl(archive.namelist())
         if member is None:
             raise UnpickleError("zip file without a data.pkl: not a torch file")
         try:
             with archive.open(member) as inner:
                 return scan_stream(inner, limits, container="torch_zip", member=member,
-                                   meta={"archive": _archive_of(member)})
+                                   meta={"archive": archive_of(member)})
         except UnpickleError:
             raise
         except Exception as exc:  # encrypted (RuntimeError), bad deflate (zlib.error)...
@@ -74,7 +76,7 @@ def _torn_zip(fh: IO[bytes], limits: dict[str, int], start: int) -> Unpickled:
         raise UnpickleError("torn zip file whose data.pkl is compressed")
     fh.read(xlen)
     return scan_stream(fh, limits, container="torch_zip", member=name,
-                       meta={"archive": _archive_of(name), "salvaged": True})
+                       meta={"archive": archive_of(name), "salvaged": True})
 
 
 def _torch_legacy_or_pickle(fh: IO[bytes], limits: dict[str, int]) -> Unpickled:
