@@ -192,11 +192,8 @@ def is_tensor(value: Any) -> bool:
 
 
 def numel(info: Any) -> int:
-    """The element count of a ``TensorInfo``."""
-    n = 1
-    for d in info.shape:
-        n *= int(d)
-    return n
+    """The element count of a ``TensorInfo`` (or a DCP ``ShapeOnly``): its own ``numel``."""
+    return int(info.numel)
 
 
 def scalar_value(value: Any) -> float | None:
