@@ -107,6 +107,17 @@ def test_gz_log_is_read(tmp_path: Path) -> None:
     assert [p.kind for p in part.problems] == ["truncated"]
 
 
+def test_a_torn_gz_log_keeps_the_lines_before_the_tear(tmp_path: Path) -> None:
+    whole = gzip.compress(b"".join(b"step %d loss 1.5\n" % s for s in range(1, 20_001)))
+    torn = tmp_path / "rank0.log.gz"
+    torn.write_bytes(whole[: len(whole) // 2])
+    part = _read(torn)
+    assert [p.kind for p in part.problems] == ["truncated"]
+    steps = part.scalars["step"]
+    assert len(steps) > 5_000 and steps.min() == 1  # ("the lines before it" are used)
+    assert steps.tolist() == list(range(1, len(steps) + 1))
+
+
 def test_sniff_by_name(tmp_path: Path) -> None:
     for name in ("rank3.log", "job-rank-3.out", "slurm-1234.out", "stderr.log", "node01.err",
                  "train_log.txt", "stdout"):

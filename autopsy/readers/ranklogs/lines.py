@@ -101,7 +101,12 @@ def iter_blocks(stream: BinaryIO, carry_markers: tuple[bytes, ...] = (),
     pos = 0  # file offset of the next byte read
     pend_off = 0  # file offset of pending[0], -1 when pending is not one slice
     while True:
-        chunk = stream.read(block_bytes)
+        chunk, error = _read_upto(stream, block_bytes)
+        if error is not None:  # a torn .gz: its lines so far, then the error
+            buf = pending + chunk
+            if buf:
+                yield Block(buf, line, truncated + (1 if huge else 0), pend_off if pending else pos)
+            raise error
         eof = not chunk
         buf_off = pend_off if pending else pos
         buf = pending + chunk if pending else chunk
@@ -147,6 +152,29 @@ def iter_blocks(stream: BinaryIO, carry_markers: tuple[bytes, ...] = (),
             line += body.count(b"\n")
         huge = huge_next
         truncated = 0
+
+
+def _read_upto(stream: BinaryIO, n: int) -> tuple[bytes, BaseException | None]:
+    """Up to ``n`` bytes of ``stream``, and the error that stopped it early, if any.
+
+    ``read(n)`` of a torn ``.gz`` raises and drops what it had decompressed (up to a
+    whole block); ``read1`` pieces keep it.
+    """
+    read1 = getattr(stream, "read1", None)
+    if read1 is None:
+        return stream.read(n), None
+    parts: list[bytes] = []
+    got = 0
+    while got < n:
+        try:
+            piece = read1(n - got)
+        except (OSError, EOFError, zlib.error) as exc:
+            return b"".join(parts), exc
+        if not piece:
+            break
+        parts.append(piece)
+        got += len(piece)
+    return (parts[0] if len(parts) == 1 else b"".join(parts)), None
 
 
 def split_cr(raw: bytes) -> bytes:
