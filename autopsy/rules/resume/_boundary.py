@@ -36,10 +36,7 @@ def run_boundaries(run: Run, ctx: RuleContext | None = None) -> list[Boundary]:
     """The run's restarts, computed once per engine run (kept in ``ctx.shared``)."""
     if ctx is None:
         return boundaries(run)
-    found = ctx.shared.get(SHARED_KEY)
-    if found is None:
-        found = ctx.shared[SHARED_KEY] = boundaries(run)
-    return list(found)
+    return list(ctx.cached(SHARED_KEY, lambda: boundaries(run)))
 
 
 def resumes(run: Run, ctx: RuleContext | None = None) -> list[Boundary]:

@@ -26,9 +26,7 @@ SKIP_FIRST = 1
 
 def _cached(ctx: RuleContext, key: tuple[object, ...], make: object) -> object:
     """``ctx.shared[key]``, computed by ``make()`` the first time (once per engine run)."""
-    if key not in ctx.shared:
-        ctx.shared[key] = make()  # type: ignore[operator]
-    return ctx.shared[key]
+    return ctx.cached(key, make)  # type: ignore[arg-type]
 
 
 def walls(run: Run, ctx: RuleContext) -> pd.DataFrame:
