@@ -220,13 +220,10 @@ def classify(run: Run, th: Any) -> NanEvent | None:
 
     Computed once per engine run and thresholds: every NaN/Inf rule asks for it.
     """
-    shared = getattr(th, "shared", None)
-    if shared is None:
+    if not hasattr(th, "cached"):  # plain thresholds, not a RuleContext
         return _classify(run, th)
     key = "nan_inf.classify" + repr(sorted((k, th[k]) for k in CLASSIFY_THRESHOLDS))
-    if key not in shared:
-        shared[key] = _classify(run, th)
-    return shared[key]
+    return th.cached(key, lambda: _classify(run, th))  # type: ignore[no-any-return]
 
 
 def _classify(run: Run, th: Any) -> NanEvent | None:
