@@ -79,3 +79,18 @@ def test_a_deeply_nested_json_copy_does_not_take_the_good_copies_down(tmp_path: 
     nested = [p for p in run.problems if "nested too deeply" in p.what or "recursion" in p.what]
     assert {p.source for p in nested} == {"trainer_state.json", "config.json"}
     assert all(p.kind == "invalid_json" for p in nested)
+
+
+def test_a_file_name_that_is_not_utf8_is_read_and_labelled_printably(tmp_path) -> None:
+    import os
+
+    from autopsy.api import load_run
+
+    run_dir = os.fsencode(tmp_path) + b"/run"
+    os.makedirs(run_dir)
+    with open(run_dir + b"/rank0-\xff.log", "w", encoding="utf-8") as fh:
+        fh.write("step 1 loss 1.0\nstep 2 loss 0.9\n")
+    run = load_run(os.fsdecode(run_dir))
+    assert not run.problems
+    assert set(run.scalars["source"].astype(str)) == {"rank0-\\xff.log"}
+    assert [s.path for s in run.sources] == ["rank0-\\xff.log"]

@@ -44,13 +44,29 @@ class Discovery:
     problems: list[Problem] = field(default_factory=list)
 
     def rel(self, path: Path) -> str:
-        """Return ``path`` relative to the run root, with ``/`` separators."""
+        """Return ``path`` relative to the run root, with ``/`` separators.
+
+        Bytes of a file name that are not UTF-8 are written as ``\\xNN``: the name is a
+        label on every row (``source``), and frames, JSON and terminals need real text.
+        """
         if self.root.is_file():
-            return path.name
-        try:
-            return path.relative_to(self.root).as_posix()
-        except ValueError:
-            return path.as_posix()
+            rel = path.name
+        else:
+            try:
+                rel = path.relative_to(self.root).as_posix()
+            except ValueError:
+                rel = path.as_posix()
+        return printable_name(rel)
+
+
+def printable_name(name: str) -> str:
+    """``name`` with the undecodable bytes of a file-system name (surrogate escapes)
+    written as ``\\xNN``; a valid name is returned unchanged."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
 
 
 def reader_modules() -> list[ModuleType]:
