@@ -24,6 +24,7 @@ Roles (:func:`event_roles`):
 
 from __future__ import annotations
 
+import numbers
 import re
 from typing import Any
 
@@ -131,15 +132,31 @@ def event_roles(events: pd.DataFrame) -> pd.Series:
     return pd.Series(roles, index=events.index, dtype=object, name="role")
 
 
+def _as_int(value: Any) -> int | None:
+    """An int from a detail value (an int, or a string of digits); None for anything else
+    (missing, NaN, a list, a dict...): details come from logs and may be odd."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, float):
+        return int(value) if value == value and abs(value) < 2**63 else None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit() and len(text) < 19:
+            return int(text)
+    return None
+
+
 def _pid_ranks(events: pd.DataFrame) -> dict[int, int]:
     """Map launcher pids to ranks from ``exit`` / ``child_failed`` rows."""
     out: dict[int, int] = {}
     for rank, det in zip(events["rank"], events["details"], strict=True):
         d = _details(det)
-        pid = d.get("pid")
-        r = d.get("rank", rank)
-        if pid is not None and r is not None and not pd.isna(r):
-            out[int(pid)] = int(r)
+        pid = _as_int(d.get("pid"))
+        r = _as_int(d["rank"] if d.get("rank") is not None else rank)
+        if pid is not None and r is not None:
+            out[pid] = r
     return out
 
 
@@ -151,9 +168,9 @@ def attributed_ranks(events: pd.DataFrame) -> pd.Series:
     pids = _pid_ranks(events)
     for idx, det in zip(events.index, events["details"], strict=True):
         if pd.isna(ranks.at[idx]):
-            pid = _details(det).get("pid")
-            if pid is not None and int(pid) in pids:
-                ranks.at[idx] = pids[int(pid)]
+            pid = _as_int(_details(det).get("pid"))
+            if pid is not None and pid in pids:
+                ranks.at[idx] = pids[pid]
     return ranks
 
 
@@ -171,9 +188,9 @@ def order_events(frame: pd.DataFrame) -> pd.DataFrame:
 def _exitcode(frame: pd.DataFrame) -> int | None:
     codes: dict[str, int] = {}
     for kind, det in zip(frame["kind"].astype(str), frame["details"], strict=True):
-        code = _details(det).get("exitcode")
+        code = _as_int(_details(det).get("exitcode"))
         if code is not None and kind in ("child_failed", "exit") and kind not in codes:
-            codes[kind] = int(code)
+            codes[kind] = code
     return codes.get("child_failed", codes.get("exit"))
 
 

@@ -164,3 +164,23 @@ def test_went_on_past_uses_the_rank_own_steps_when_it_has_some() -> None:
     assert went_on_past(run, 2, rank=1) is None
     assert went_on_past(run, 2, rank=7) == 3  # a rank with no steps of its own: all count
     assert went_on_past(run, None) is None
+
+
+def test_odd_details_from_logs_never_raise() -> None:
+    """pids, ranks and exit codes as empty strings, lists or text: ignored, not a crash;
+    a pid written as digits still links a rank-less signal row to its rank."""
+    import pandas as pd
+
+    from autopsy.model.events import EVENT_COLUMNS
+    from autopsy.signals.ranks import attributed_ranks
+
+    rows = [
+        (None, float("nan"), None, "child_failed", "m", "l.log", 1, {"pid": "", "rank": [1]}),
+        (None, float("nan"), None, "exit", "m", "l.log", 2, {"pid": [3], "exitcode": "x"}),
+        (2, float("nan"), None, "exit", "m", "l.log", 3, {"pid": "4242", "exitcode": "-9"}),
+        (None, float("nan"), None, "signal", "m", "l.log", 4, {"pid": 4242, "signal": "SIGKILL"}),
+    ]
+    ev = pd.DataFrame(rows, columns=list(EVENT_COLUMNS))
+    ev["rank"] = ev["rank"].astype("Int64")
+    assert attributed_ranks(ev).tolist()[2:] == [2, 2]
+    assert attributed_ranks(ev).isna().tolist()[:2] == [True, True]
