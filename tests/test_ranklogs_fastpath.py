@@ -176,3 +176,17 @@ def test_small_files_stay_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(fastpath, "MIN_BYTES", 0)
     found = fastpath.marker_offsets(log)
     assert found is not None and list(found.offsets) == [7] and list(found.lines or []) == [1]
+
+
+def test_a_stuck_search_tool_is_killed_and_the_file_searched_here(tmp_path, monkeypatch) -> None:
+    """A tool that never answers (a hung mount, say) is killed after TIMEOUT_S; its empty
+    output is not taken as "no markers"."""
+    from autopsy.readers.ranklogs import fastpath
+
+    log = tmp_path / "rank0.log"
+    log.write_text("step 1 loss 1.0\n", encoding="utf-8")
+    monkeypatch.setattr(fastpath, "MIN_BYTES", 0)
+    monkeypatch.setattr(fastpath, "TIMEOUT_S", 0.3)
+    monkeypatch.setattr(fastpath, "_tool", lambda choice: ("grep", "sleep"))
+    monkeypatch.setattr(fastpath, "_command", lambda kind, exe, path: ["sleep", "20"])
+    assert fastpath.marker_offsets(log) is None

@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sysconfig
+import threading
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
@@ -141,6 +142,9 @@ def marker_offsets(path: Path) -> Found | None:
     offsets = array("q")
     lines = array("q")
     ok = True
+    timer = threading.Timer(TIMEOUT_S, proc.kill)  # a stuck tool (a hung mount...) is killed
+    timer.daemon = True
+    timer.start()
     try:
         assert proc.stdout is not None
         for raw in proc.stdout:
@@ -155,6 +159,7 @@ def marker_offsets(path: Path) -> Found | None:
                 break
             offsets.append(int(head))
     finally:
+        timer.cancel()
         if not ok:
             proc.kill()
         try:
