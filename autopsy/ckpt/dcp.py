@@ -20,6 +20,7 @@ from typing import Any
 from autopsy.ckpt.components import Part
 from autopsy.ckpt.parts import Parts
 from autopsy.ckpt.statedicts import unwrap
+from autopsy.formats.tensorinfo import checked_numel
 
 _DISTCP = re.compile(r"^__(\d+)_(\d+)\.distcp$")
 
@@ -36,11 +37,8 @@ class ShapeOnly:
 
     @property
     def numel(self) -> int:
-        """Number of elements."""
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        """Number of elements (shapes come from :func:`_size`, so it is bounded)."""
+        return checked_numel(self.shape) or 0
 
 
 def _part_of(fqn: str) -> Part:
@@ -69,7 +67,10 @@ def _size(meta: Any) -> tuple[int, ...] | None:
     size = state.get("size")
     args = getattr(size, "args", None)
     if args and isinstance(args[0], (tuple, list)):
-        return tuple(int(d) for d in args[0] if isinstance(d, int))
+        shape = tuple(int(d) for d in args[0] if isinstance(d, int))
+        if any(d < 0 for d in shape) or checked_numel(shape) is None:
+            return None  # no tensor has this shape: damaged or hostile .metadata
+        return shape
     return None
 
 
