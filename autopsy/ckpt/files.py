@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,9 +96,13 @@ class FileReader:
 
     def _empty_file_error(self, path: Path, kind: str) -> Loaded | None:
         try:
-            size = path.stat().st_size
+            st = path.stat()
         except OSError as exc:
             return Loaded(path, self.rel(path), kind, error=f"cannot read: {exc.strerror}")
+        if not stat.S_ISREG(st.st_mode):
+            return Loaded(path, self.rel(path), kind,
+                          error="not a regular file (a FIFO, device or socket): not read")
+        size = st.st_size
         if size == 0:
             return Loaded(path, self.rel(path), kind, error="zero-length file (partly written?)")
         return None

@@ -139,3 +139,18 @@ def test_containers_shared_through_the_memo_are_walked_once(tmp_path: Path) -> N
     audit = audit_path(path, scan_values=True).picked
     status = {c.name: c.status.value for c in audit.components}
     assert status["weights"] == status["optimizer"] == "ok"
+
+
+def test_a_fifo_in_a_checkpoint_is_named_for_what_it_is(tmp_path) -> None:
+    import os
+
+    from autopsy.api import audit_checkpoint
+
+    ckpt = tmp_path / "checkpoint-3"
+    ckpt.mkdir()
+    os.mkfifo(ckpt / "optimizer.pt")
+    (ckpt / "trainer_state.json").write_text('{"global_step": 3, "log_history": []}')
+    report = audit_checkpoint(tmp_path)
+    opt = next(c for c in report.picked.components if c.name == "optimizer")
+    assert opt.status.value == "corrupt"
+    assert any("not a regular file" in p for p in report.picked.problems)
