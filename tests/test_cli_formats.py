@@ -220,9 +220,11 @@ def test_a_file_name_that_is_not_utf8_does_not_break_the_report(tmp_path: Path,
     result = invoke("analyze", str(run), "-v", "-o", str(out))  # a traceback would raise
     assert result.exit_code == 1, result.output
     text = out.read_text(encoding="utf-8")
-    assert "notes\\udcff.txt" in text
+    # the undecodable byte is labelled \xNN where the file is found (readers/discover.py)
     if suffix == "json":
-        assert "notes\udcff.txt" in json.loads(text)["run"]["unread"]
+        assert "notes\\xff.txt" in json.loads(text)["run"]["unread"]
+    else:
+        assert "notes\\xff.txt" in text
 
 
 def test_stdout_that_cannot_hold_the_report_is_one_line() -> None:
