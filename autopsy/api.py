@@ -256,6 +256,48 @@ def _audit_checkpoints(root: Path, problems: list[Problem], *,
     return audits
 
 
+#: At most this many files are named in the "nothing readable" message.
+FOUND_SHOWN = 6
+
+
+def _size_text(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"  # pragma: no cover
+
+
+def nothing_readable(run: Run, where: str) -> str:
+    """The one-line message for a path where nothing gave data: what was found, by kind
+    and size, and where to see what autopsy reads."""
+    items: list[str] = []
+    for src in run.sources:
+        items.append(f"{src.path} ({_kind_of(run.root, src.path, src.reader)}, nothing "
+                     "recognised in it)")
+    for rel in run.unread:
+        items.append(f"{rel} ({_kind_of(run.root, rel, None)})")
+    n = len(items)
+    shown = "; ".join(items[:FOUND_SHOWN]) + (f"; and {n - FOUND_SHOWN} more"
+                                              if n > FOUND_SHOWN else "")
+    why = "; ".join(f"{p.source}: {p.what}" for p in run.problems[:2])
+    found = f"{n} file(s) found: {shown}" if n else "no files found"
+    return (f"nothing readable in {where}: {found}" + (f" [{why}]" if why else "")
+            + ". `autopsy formats` lists what autopsy reads")
+
+
+def _kind_of(root: Path, rel: str, reader: str | None) -> str:
+    path = root / rel if root.is_dir() else root
+    try:
+        size = _size_text(path.stat().st_size)
+    except OSError:
+        size = "size unknown"
+    if reader is not None:
+        return f"{reader} file, {size}"
+    suffix = Path(rel).suffix.lower() or "no extension"
+    return f"{suffix}, {size}, no reader recognises it"
+
+
 def is_empty(run: Run) -> bool:
     """Whether nothing at all could be read from the run (no rows, no config)."""
     return run.scalars.empty and run.events.empty and len(run.config) == 0

@@ -174,7 +174,7 @@ def analyze(run_dir: Path, fmt: str | None, output: str | None, verbose: bool,
     skipped with the reason. `autopsy rules` lists the rules; `autopsy explain
     CODE` documents one.
     """
-    from autopsy.api import diagnose, is_empty, load_run, load_settings
+    from autopsy.api import diagnose, is_empty, load_run, load_settings, nothing_readable
 
     fmt = _format_from(fmt, output, REPORT_FORMATS, "text")
     _refuse_output_in_run(output, (run_dir,), fmt)
@@ -182,10 +182,7 @@ def analyze(run_dir: Path, fmt: str | None, output: str | None, verbose: bool,
     with _reading_progress():
         run = load_run(run_dir)
     if is_empty(run):
-        found = len(run.sources) + len(run.unread)
-        why = "; ".join(f"{p.source}: {p.what}" for p in run.problems[:3])
-        _fail(f"nothing readable in {run_dir}: {found} file(s) found, none gave data"
-              + (f" ({why})" if why else ""))
+        _fail(nothing_readable(run, str(run_dir)))
     diagnosis = diagnose(run, settings)
     _emit(output, lambda out: _render_analyze(run, diagnosis, fmt, out, verbose, output))
     sys.exit(exitcodes.for_family(diagnosis.verdict.family.value))
@@ -266,7 +263,7 @@ def ranks(paths: tuple[Path, ...], fmt: str | None, output: str | None, verbose:
     every rank: how it ended (raised, oom, killed, timed out, terminated,
     silent, ok), its last step and its first error; then the other findings.
     """
-    from autopsy.api import diagnose, is_empty, load_run, load_settings
+    from autopsy.api import diagnose, is_empty, load_run, load_settings, nothing_readable
     from autopsy.signals.ranks import rank_status
 
     fmt = _format_from(fmt, output, REPORT_FORMATS, "text")
@@ -275,8 +272,7 @@ def ranks(paths: tuple[Path, ...], fmt: str | None, output: str | None, verbose:
     with _reading_progress():
         run = load_run(list(paths))
     if is_empty(run):
-        _fail(f"nothing readable in {', '.join(str(p) for p in paths)}: "
-              f"{len(run.unread)} file(s) found, none is a log autopsy can read")
+        _fail(nothing_readable(run, ", ".join(str(p) for p in paths)))
     diagnosis = diagnose(run, settings)
     status = rank_status(run)
 
@@ -416,6 +412,22 @@ def rules_command(fmt: str) -> None:
         for s in registry.values():
             causes = f" [{', '.join(s.causes)}]" if s.causes else ""
             click.echo(f"{s.code:<8} {s.name:<22} {s.family.value:<15} {s.title}{causes}")
+
+
+@cli.command(name="formats", context_settings=CONTEXT_SETTINGS)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
+              default="text", show_default=True, help="Output format.")
+def formats_command(fmt: str) -> None:
+    """List every input format autopsy reads: what it takes from it, an example name.
+
+    \b
+    Example:
+        autopsy formats
+        autopsy formats --format json
+    """
+    from autopsy.report.formats_table import render_formats
+
+    click.echo(render_formats(fmt), nl=False)
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS)

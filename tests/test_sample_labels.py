@@ -22,8 +22,9 @@ FAMILIES = {
     "resume", "healthy", "unknown",
 }
 REQUIRED = ("family", "cause", "first_bad_step", "culprit_rank")
+#: ``public/`` is the real-world corpus (its own labels and test, ``test_public_corpus``).
 RUN_NAMES = sorted(p.name for p in SAMPLE_RUNS.iterdir() if p.is_dir() and not
-                   p.name.startswith((".", "__")))
+                   p.name.startswith((".", "__")) and p.name != "public")
 #: the torchrun runs of ``sample_runs/multirank.py`` (their labels carry ``world_size``)
 MULTI_RANK = sorted(
     n for n in RUN_NAMES

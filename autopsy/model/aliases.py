@@ -19,10 +19,13 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
     "loss": (
         "loss", "train/loss", "train_loss", "training_loss", "training/loss", "train/lm_loss",
         "lm_loss", "lm loss", "loss/train", "train/loss_step", "train_loss_step", "loss_step",
+        # detectron2 (metrics.json, log.txt); Ultralytics YOLO parts summed by its reader
+        "total_loss", "train/loss_sum",
     ),
     "eval_loss": (
         "eval_loss", "eval/loss", "val_loss", "val/loss", "validation_loss", "validation/loss",
         "loss/eval", "loss/val", "valid_loss", "valid/loss", "test_loss", "test/loss",
+        "val/loss_sum",
     ),
     "grad_norm": (
         "grad_norm", "train/grad_norm", "gradient_norm", "grad-norm", "grad norm", "gradnorm",

@@ -8,24 +8,16 @@ into a recorded problem instead of a crash.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
 from autopsy.model.problem import Problem
+from autopsy.readers.registry import READER_MODULES, reader_modules
 
-#: Reader modules, in the order they are asked to sniff a file. The first that
-#: recognises a file gets it. Config from earlier readers wins over later ones.
-READER_MODULES: tuple[str, ...] = (
-    "autopsy.readers.training_args",
-    "autopsy.readers.trainer_state",
-    "autopsy.readers.hf_config",
-    "autopsy.readers.tensorboard",
-    "autopsy.readers.ranklogs",
-)
+__all__ = ["READER_MODULES", "Discovery", "discover", "printable_name", "reader_modules",
+           "walk_files"]
 
 #: Directory names never descended into (tool caches, VCS metadata).
 SKIP_DIRS: frozenset[str] = frozenset({".git", "__pycache__", ".ipynb_checkpoints", ".hg", ".svn"})
@@ -67,11 +59,6 @@ def printable_name(name: str) -> str:
     except UnicodeEncodeError:
         return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return name
-
-
-def reader_modules() -> list[ModuleType]:
-    """Import and return the reader modules, in sniffing order."""
-    return [importlib.import_module(name) for name in READER_MODULES]
 
 
 def walk_files(root: Path, problems: list[Problem]) -> Iterator[Path]:

@@ -26,8 +26,13 @@ from typing import Any
 from autopsy.model.config import ConfigValue
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
+from autopsy.readers.registry import Format
 
 NAME = "hf_config"
+FORMATS = (
+    Format("hf_config", "HF model config.json, adapter_config.json (architecture, LoRA)",
+           ("config",), "config.json, adapter_config.json"),
+)
 MODEL_FILE = "config.json"
 ADAPTER_FILE = "adapter_config.json"
 #: How much of a ``config.json`` sniffing looks at for its marker keys.

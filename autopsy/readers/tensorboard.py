@@ -33,11 +33,16 @@ from autopsy.model.config import ConfigValue
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
 from autopsy.readers.progress import report
+from autopsy.readers.registry import Format
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 NAME = "tensorboard"
+FORMATS = (
+    Format("tensorboard", "TensorBoard event files (every scalar, restarts as segments)",
+           ("scalars", "config"), "runs/<date>/events.out.tfevents.*"),
+)
 
 #: Largest text summary (bytes) kept as a configuration value.
 TEXT_CONFIG_MAX = 4096

@@ -47,8 +47,13 @@ from autopsy.model.config import ConfigValue
 from autopsy.model.problem import Problem
 from autopsy.model.scalars import empty_scalars, make_scalars
 from autopsy.readers.base import RunPart
+from autopsy.readers.registry import Format
 
 NAME = "trainer_state"
+FORMATS = (
+    Format("hf_trainer_state", "HF Trainer trainer_state.json (root and every checkpoint-N/)",
+           ("scalars", "config"), "trainer_state.json, checkpoint-500/trainer_state.json"),
+)
 FILE_NAME = "trainer_state.json"
 
 #: Top-level fields copied to config, in this order.
@@ -221,6 +226,12 @@ def _read_copy(path: Path, rel: str) -> _Copy:
     data = _load(path, copy)
     if data is None:
         return copy
+    return copy_from(data, copy)
+
+
+def copy_from(data: dict[str, Any], copy: _Copy) -> _Copy:
+    """Fill ``copy`` from a parsed trainer state (its ``log_history`` and other fields)."""
+    rel = copy.rel
     history = data.pop("log_history", [])
     copy.fields = data
     if not isinstance(history, list):
@@ -377,6 +388,12 @@ def read_group(paths: list[Path], rels: list[str]) -> RunPart:
     if len(paths) != len(rels):
         raise ValueError("paths and rels must have the same length")
     copies = sorted((_read_copy(p, r) for p, r in zip(paths, rels, strict=True)), key=_Copy.rank)
+    return part_of(copies)
+
+
+def part_of(copies: list[_Copy]) -> RunPart:
+    """The run part of read copies (ranked, merged; see the module docstring)."""
+    copies = sorted(copies, key=_Copy.rank)
     problems = [p for c in copies for p in c.problems]
     steps, tags, values, segments, sources = _merge(copies)
     if not steps:

@@ -28,8 +28,13 @@ from autopsy.formats import unpickle
 from autopsy.model.config import ConfigValue
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
+from autopsy.readers.registry import Format
 
 NAME = "training_args"
+FORMATS = (
+    Format("hf_training_args", "HF Trainer training_args.bin (read without unpickling code)",
+           ("config",), "training_args.bin"),
+)
 FILE_NAME = "training_args.bin"
 
 #: The keys rules read (see ``autopsy.model.config.KNOWN_KEYS``).

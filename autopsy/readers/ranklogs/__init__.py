@@ -35,6 +35,6 @@ Choices worth knowing:
   one file (a training step going backwards on a rank).
 """
 
-from autopsy.readers.ranklogs.reader import NAME, read, read_group, sniff
+from autopsy.readers.ranklogs.reader import FORMATS, NAME, read, read_group, sniff
 
-__all__ = ["NAME", "read", "read_group", "sniff"]
+__all__ = ["FORMATS", "NAME", "read", "read_group", "sniff"]

@@ -37,7 +37,11 @@ EVENT_MARKERS: tuple[bytes, ...] = (
 )
 
 #: Literals of per-step metric lines (confirmed by the parsers in ``metrics``).
-METRIC_MARKERS: tuple[bytes, ...] = (b"loss", b"step=", b"logging_steps")
+METRIC_MARKERS: tuple[bytes, ...] = (
+    b"loss", b"step=", b"logging_steps",
+    b"Epoch ",  # a Keras ``Epoch 2/10`` line (it numbers the progress lines after it)
+    b", lr = ",  # Caffe ``Iteration N, lr = X``
+)
 
 #: Markers that open a multi-line record, kept whole within one block.
 BLOCK_MARKERS: tuple[bytes, ...] = (b"Traceback (most recent call last)", b"ChildFailedError:")

@@ -16,6 +16,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from autopsy.readers.ranklogs.adapters import LineContext
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
 _HF_PAIR = re.compile(r"'([^']+)':\s*(?:'(" + _NUM + r")'|(" + _NUM + r")|np\.float\d*\((" + _NUM
@@ -122,8 +126,14 @@ def parse_generic(text: str) -> MetricLine | None:
     return MetricLine("generic", int(s.group(1)), pairs)
 
 
-def parse_metrics(text: str) -> MetricLine | None:
-    """Try each known metric format on one line; the first that fits wins."""
+def parse_metrics(text: str, ctx: LineContext | None = None) -> MetricLine | None:
+    """Try each known metric format on one line; the first that fits wins.
+
+    ``ctx`` carries what the framework adapters (:mod:`.adapters`) remember between the
+    lines of one file and rank; a fresh one is used when it is not given.
+    """
+    from autopsy.readers.ranklogs.adapters import LineContext, parse_line
+
     if "{'" in text:
         got = parse_hf_dict(text)
         if got is not None:
@@ -134,12 +144,21 @@ def parse_metrics(text: str) -> MetricLine | None:
             return got
     if "step=" in text and "skipped=" in text:
         return parse_deepspeed(text)
+    got = parse_line(text, ctx if ctx is not None else LineContext())
+    if got is not None or (ctx is not None and ctx.keras_values is not None
+                           and "Epoch" not in text and " - " in text):
+        return got
     if "epoch" in text:
         got = parse_fairseq(text)
         if got is not None:
             return got
     if "loss" in text:
-        return parse_generic(text)
+        got = parse_generic(text)
+        if got is not None:
+            return got
+        from autopsy.readers.ranklogs.adapters import parse_generic_pairs
+
+        return parse_generic_pairs(text, ctx if ctx is not None else LineContext())
     return None
 
 

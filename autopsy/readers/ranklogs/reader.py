@@ -23,11 +23,49 @@ from autopsy.readers.progress import report
 from autopsy.readers.ranklogs.budget import ENV, max_points, thin_columns
 from autopsy.readers.ranklogs.lines import looks_like_text, read_head
 from autopsy.readers.ranklogs.scan import NO_RANK, FileResult, ScalarColumns, scan_file
+from autopsy.readers.registry import Format
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 NAME = "ranklogs"
+_TEXT = ("scalars", "events")
+FORMATS = (
+    Format("hf_trainer_stdout", "HF Trainer console: {'loss': ...} dicts, tqdm bars", _TEXT,
+           "train.log"),
+    Format("megatron_log", "Megatron-LM iteration lines (iteration N/M | lm loss: ...)", _TEXT,
+           "train.log"),
+    Format("deepspeed_log", "DeepSpeed step=N, skipped=M lines, pipeline steps: N loss: X, "
+           "OVERFLOW! messages", _TEXT, "train.log"),
+    Format("fairseq_log", "fairseq | epoch 001 | loss ... and train_inner key=value lines",
+           _TEXT, "train.log"),
+    Format("mmengine_log", "mmengine/mmdetection/mmcv Epoch(train) [e][i/n] ... loss: X", _TEXT,
+           "work_dirs/<exp>/20230101_120000.log"),
+    Format("detectron2_log", "detectron2 iter: N  total_loss: X ... lr: ...", _TEXT, "log.txt"),
+    Format("nemo_log", "NeMo / Lightning tqdm bars with a loss=... postfix", _TEXT,
+           "nemo_log_globalrank-0_localrank-0.txt"),
+    Format("lightning_stdout", "Lightning progress bars (Epoch N: ... loss=X, v_num=...)",
+           _TEXT, "train.log"),
+    Format("nanotron_log", "nanotron iteration: N / M | ... | lm_loss: X", _TEXT, "train.log"),
+    Format("torchtitan_log", "torchtitan step: N  loss: X  memory: ...  tps: ...", _TEXT,
+           "train.log"),
+    Format("tf_log", "TensorFlow / absl loss = X, step = N", _TEXT, "train.log"),
+    Format("caffe_log", "Caffe glog Iteration N, loss = X; Test net output", _TEXT,
+           "caffe.INFO.log"),
+    Format("keras_stdout", "Keras Epoch N/M and progress lines (- loss: X - val_loss: Y)",
+           _TEXT, "train.log"),
+    Format("tqdm_log", "a plain loop's tqdm bars with a loss=... postfix", _TEXT, "train.log"),
+    Format("generic_log", "step/iter/epoch N ... loss X lines of any other loop", _TEXT,
+           "train.log"),
+    Format("pytorch_traceback", "Python tracebacks, CUDA OOM and error messages", ("events",),
+           "train.log"),
+    Format("torchrun_log", "torchrun / torchelastic output: [rankN]: prefixes, ChildFailedError,"
+           " per-rank --log-dir files, error.json", _TEXT, "logs/<id>/attempt_0/0/stderr.log"),
+    Format("nccl_log", "NCCL / ProcessGroupNCCL / gloo messages (watchdog timeouts, NCCL WARN)",
+           ("events",), "rank0.log"),
+    Format("slurm_log", "slurm output: srun: error:, CANCELLED ... DUE TO TIME LIMIT",
+           _TEXT, "slurm-12345.out"),
+)
 
 #: Scan in parallel when the files together are larger than this.
 PARALLEL_BYTES = 64 << 20

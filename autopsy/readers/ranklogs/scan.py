@@ -22,6 +22,7 @@ from autopsy.model.events import EventKind
 from autopsy.model.problem import Problem
 from autopsy.readers.progress import report
 from autopsy.readers.ranklogs import events as ev
+from autopsy.readers.ranklogs.adapters import LineContext, flush_keras
 from autopsy.readers.ranklogs.budget import max_points, thin_columns
 from autopsy.readers.ranklogs.fastpath import Found, block_hits, marker_offsets
 from autopsy.readers.ranklogs.layout import PathInfo, inline_rank, path_info, split_prefix
@@ -33,7 +34,12 @@ from autopsy.readers.ranklogs.lines import (
     read_head,
 )
 from autopsy.readers.ranklogs.markers import BLOCK_MARKERS, EVENT_RE, METRIC_RE, hit_lines
-from autopsy.readers.ranklogs.metrics import bar_step_after, logging_steps, parse_metrics
+from autopsy.readers.ranklogs.metrics import (
+    MetricLine,
+    bar_step_after,
+    logging_steps,
+    parse_metrics,
+)
 from autopsy.readers.ranklogs.timestamps import parse_time
 
 #: Bytes after an HF dict line searched for the tqdm bar that gives its step.
@@ -221,6 +227,7 @@ class _State:
     restarts: int = 0
     nan_seen: set[tuple[int | None, int]] = field(default_factory=set)
     top_step: dict[int | None, int] = field(default_factory=dict)
+    contexts: dict[int | None, LineContext] = field(default_factory=dict)
 
     def segment_for(self, rank: int | None, step: int, train: bool) -> int:
         """The segment of a point: the path's attempt plus restarts seen in this file.
@@ -286,6 +293,7 @@ def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None) -> Fil
     if truncated:
         out.problems.append(Problem(rel, "lines longer than 64 KiB: only their last 64 KiB kept",
                                     used="the tail of each", kind="long_line", count=truncated))
+    _flush_contexts(state)
     _resolve_hf(state)
     out.scalars.settle()
     _close_events(state)
@@ -531,11 +539,20 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
     if "logging_steps" in text and st.logging_steps is None:
         st.logging_steps = logging_steps(text)
     pre = split_prefix(text)
-    got = parse_metrics(pre.rest)
+    rank = _rank_of(pre.rank, pre.rest, st)
+    ctx = st.contexts.get(rank)
+    if ctx is None:
+        ctx = st.contexts[rank] = LineContext()
+    got = parse_metrics(pre.rest, ctx)
     if got is None or not got.values:
         return
-    rank = _rank_of(pre.rank, pre.rest, st)
     wall, _ = parse_time(pre.rest)
+    _add_metric_line(st, got, rank, wall, line, pre.rest, data, end)
+
+
+def _add_metric_line(st: _State, got: MetricLine, rank: int | None, wall: float, line: int,
+                     text: str, data: bytes = b"", end: int = 0) -> None:
+    """Add the points of one parsed metric line."""
     if got.kind in ("hf", "hf_eval"):
         step = bar_step_after(data[end:end + BAR_LOOKAHEAD])
         if step is None:
@@ -543,7 +560,7 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
             st.hf_ordinal[rank] = n
             st.pending_hf.add_line(n, got.values, wall, rank, st.info.attempt)
             st.pending_lines += 1
-            _nan_loss(st, got.values, rank, st.info.attempt, None, wall, line, pre.rest)
+            _nan_loss(st, got.values, rank, st.info.attempt, None, wall, line, text)
             return
         st.bar_steps += 1
     else:
@@ -551,9 +568,17 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
     if step is None:
         return
     st.last_step[rank] = step
-    seg = st.segment_for(rank, step, got.kind != "hf_eval")
+    seg = st.segment_for(rank, step, not got.kind.endswith("_eval"))
     st.out.scalars.add_line(step, got.values, wall, rank, seg)
-    _nan_loss(st, got.values, rank, seg, step, wall, line, pre.rest)
+    _nan_loss(st, got.values, rank, seg, step, wall, line, text)
+
+
+def _flush_contexts(st: _State) -> None:
+    """Add what the adapters still hold at the end of the file (Keras's last epoch)."""
+    for rank, ctx in st.contexts.items():
+        got = flush_keras(ctx)
+        if got is not None:
+            _add_metric_line(st, got, rank, math.nan, 0, "")
 
 
 def _nan_loss(st: _State, values: list[tuple[str, float]], rank: int | None, seg: int,

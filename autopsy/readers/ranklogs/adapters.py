@@ -1,0 +1,329 @@
+"""Metric-line adapters for the text logs of common frameworks.
+
+Each adapter turns one log line into a :class:`~.metrics.MetricLine` (or None). Some
+formats number their steps across lines (Keras prints ``Epoch 2/10`` on its own line;
+tqdm bars restart at 0 every epoch), so adapters share a :class:`LineContext`, one per
+file and rank. Raw tags are kept as the framework wrote them; the alias table maps them.
+
+Shapes read (one example each; the tests hold real-format fixtures):
+
+* mmengine / mmdetection: ``Epoch(train)  [1][ 50/735]  lr: 2.0e-04  eta: ...  time:
+  0.51  data_time: 0.01  memory: 3456  grad_norm: 12.3  loss: 1.23``, the older mmcv
+  ``Epoch [1][50/7330]\tlr: 1.990e-03, eta: ..., time: 0.506, ..., loss: 1.7``, and
+  ``Iter(train) [ 50/90000]`` / ``Iter [50/90000]``; the step is the global iteration,
+  ``(epoch - 1) × iterations per epoch + i``. ``Epoch(val)`` lines are evaluation: their
+  keys get a ``val_`` prefix and they take the last training step.
+* detectron2: ``eta: 1:23:45  iter: 19  total_loss: 2.1  ...  lr: 0.0002  max_mem: 2345M``.
+* torchtitan: ``step:  1  loss: 12.2345  memory: 20.1GiB(25.34%)  tps: 1,234  mfu: 1.2%``.
+* nanotron: ``iteration: 100 / 1000 | ... | lm_loss: 2.3 | lr: 0.0003 | grad_norm: 1.2``.
+* DeepSpeed pipeline: ``steps: 100 loss: 2.3456 iter time (s): 0.512 samples/sec: 125.1``.
+* TF Estimator / absl: ``INFO:tensorflow:loss = 0.123, step = 3451 (0.512 sec)``.
+* Caffe: ``Iteration 100 (2.3 iter/s, 4.3s/100 iters), loss = 0.123``, ``Iteration 100,
+  lr = 0.01``, ``Test net output #1: loss = 0.3`` (evaluation, at the last iteration).
+* Keras: ``Epoch 2/10`` then ``1875/1875 [====] - 5s 3ms/step - loss: 0.3 - val_loss:
+  0.35`` (Keras 3 draws ``━━━━``): one point per epoch and key, the epoch's last line, at
+  the epoch number as printed.
+* tqdm bars with a postfix (NeMo, Lightning, plain loops): ``Epoch 3:  45%|####5  | 450/1000
+  [01:23<01:41, 5.41it/s, loss=2.34, v_num=0]``: the step is the postfix's
+  ``global_step``/``step`` when there is one, else ``epoch × total + n`` (else ``n``,
+  carried over when the bar restarts).
+* Generic ``key: value`` / ``key=value`` runs after a step marker (``step 10``, ``Step
+  10/1000``, ``iter: 10``, ``[Iter 10/500]``, ``global_step=10``) holding a loss.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from autopsy.readers.ranklogs.metrics import _NUM, MetricLine
+
+_VALUE = r"(" + _NUM + r")"
+#: ``key: value`` pairs (mmengine, detectron2, torchtitan, nanotron, Keras, generic).
+_COLON_PAIR = re.compile(r"(?<![\w/.(-])([A-Za-z_][\w/.@-]*?)\s*:\s+" + _VALUE
+                         + r"(?:\s*(?:[KMGT]i?B|[KMGT]|%|ms|s))?(?=[\s,|()\]]|$)")
+#: ``key value`` pairs of generic lines (``train_loss 0.45 acc 0.9``), metric words only.
+_SPACE_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z_][\w/.-]*)\s+" + _VALUE + r"(?=[\s,|)\]]|$)")
+#: ``key=value`` and ``key = value`` pairs (tqdm postfixes, TF, fairseq, generic).
+_EQ_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z_][\w/.@-]*)\s?=\s?" + _VALUE
+                      + r"(?=[\s,|)\]]|$)")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+#: Keys never kept as series (clock times, counters of the bar itself, ids).
+SKIPPED_KEYS = frozenset({"eta", "v_num", "epoch", "iter", "iteration", "step", "steps",
+                          "global_step", "it", "rank", "pid", "time_stamp", "consumed_samples",
+                          "consumed_tokens", "num_updates", "update"})
+
+_MM = re.compile(r"\b(Epoch|Iter)(?:\((train|val|test)\))?\s*\[\s*(\d+)\s*\]"
+                 r"(?:\s*\[\s*(\d+)\s*/\s*(\d+)\s*\])?")
+_MM_ITER = re.compile(r"\bIter(?:\((train|val|test)\))?\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]")
+_D2_ITER = re.compile(r"\biter:\s+(\d+)\b")
+_TITAN = re.compile(r"\bstep:\s+(\d+)\s+loss:")
+_NANO = re.compile(r"\biteration:\s+(\d+)\s*/\s*\d+")
+_DS_PIPE = re.compile(r"\bsteps:\s+(\d+)\s+loss:")
+_TF = re.compile(r"\bstep\s?=\s?(\d+)\b")
+_CAFFE_ITER = re.compile(r"\bIteration\s+(\d+)\b")
+_CAFFE_TEST = re.compile(r"Test net output #\d+:\s+(\w+)\s+=\s+" + _VALUE)
+_CAFFE_TRAIN = re.compile(r"Train net output #\d+:\s+(\w+)\s+=\s+" + _VALUE)
+_KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)/(\d+)\s*$")
+_KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[[=>.]*\]|[━─]+|-\s)")
+_KERAS_PAIR = re.compile(r"\s-\s([A-Za-z_][\w/]*):\s" + _VALUE)
+_BAR = re.compile(r"(\d+)%\|[^|]*\|\s*(\d+)/(\d+)\s*\[([^\]]*)\]")
+_BAR_EPOCH = re.compile(r"\bEpoch\s+(\d+)\b")
+_GEN_STEP = re.compile(r"(?:^|[\s\[|(,])(?:[Ss]tep|STEP|[Ii]ter(?:ation)?|ITER|global_step|"
+                       r"[Bb]atch)(?:\s*[:=#]\s*|\s+)(\d+)(?:\s*/\s*\d+)?\b")
+_GEN_EPOCH = re.compile(r"(?:^|[\s\[|(,])(?:[Ee]poch|EPOCH)(?:\s*[:=#]\s*|\s+)\[?(\d+)")
+#: Words one key must contain to be kept from a generic line.
+METRIC_WORDS = ("loss", "lr", "learning_rate", "grad", "norm", "scale", "time", "acc", "ppl",
+                "perplexity", "tps", "throughput", "mem", "mfu", "flops", "per_sec", "/s",
+                "samples", "tokens", "map", "top1", "top5", "f1", "bleu")
+
+
+@dataclass
+class LineContext:
+    """What adapters remember between the lines of one file and rank."""
+
+    keras_epoch: int | None = None
+    keras_values: list[tuple[str, float]] | None = None
+    caffe_step: int | None = None
+    bar_offset: int = 0
+    bar_last: int = -1
+    bar_total: int = 0
+    train_step: int | None = None
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def _pairs(text: str, pattern: re.Pattern[str], words: tuple[str, ...] | None = None
+           ) -> list[tuple[str, float]]:
+    out: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    for key, value in pattern.findall(_THOUSANDS.sub("", text)):
+        low = key.lower()
+        if low in SKIPPED_KEYS or key in seen:
+            continue
+        if words is not None and not any(w in low for w in words):
+            continue
+        seen.add(key)
+        out.append((key, _float(value)))
+    return out
+
+
+def parse_mmengine(text: str, ctx: LineContext) -> MetricLine | None:
+    """An mmengine/mmcv ``Epoch(train) [e][i/n] ...`` or ``Iter [i/n] ...`` line."""
+    m = _MM.search(text)
+    mode = None
+    if m and m.group(4) is not None:
+        mode = m.group(2) or "train"
+        epoch, i, n = int(m.group(3)), int(m.group(4)), int(m.group(5))
+        step = (epoch - 1) * n + i
+        rest = text[m.end():]
+    else:
+        it = _MM_ITER.search(text)
+        if it is None:
+            if m is None or m.group(2) != "val":
+                return None
+            mode, step, rest = "val", None, text[m.end():]  # Epoch(val) [1][500] summary
+        else:
+            mode = it.group(1) or "train"
+            step = int(it.group(2))
+            rest = text[it.end():]
+    pairs = _pairs(rest, _COLON_PAIR)
+    if not pairs:
+        return None
+    if mode != "train":
+        pairs = [(k if k.startswith(("val", "coco/", "pascal_voc/")) else f"val_{k}", v)
+                 for k, v in pairs if k not in ("time", "data_time", "memory")]
+        step = ctx.train_step
+        if not pairs or step is None:
+            return None
+        return MetricLine("mmengine_eval", step, pairs)
+    ctx.train_step = step
+    return MetricLine("mmengine", step, pairs)
+
+
+def parse_detectron2(text: str, ctx: LineContext) -> MetricLine | None:
+    """A detectron2 ``iter: N  total_loss: ...`` line."""
+    m = _D2_ITER.search(text)
+    if m is None:
+        return None
+    pairs = _pairs(text, _COLON_PAIR)
+    if not any("loss" in k for k, _ in pairs):
+        return None
+    return MetricLine("detectron2", int(m.group(1)), pairs)
+
+
+def parse_torchtitan(text: str, ctx: LineContext) -> MetricLine | None:
+    """A torchtitan ``step: N  loss: X  memory: ...`` line."""
+    m = _TITAN.search(text)
+    if m is None:
+        return None
+    pairs = _pairs(text[m.start():], _COLON_PAIR)
+    return MetricLine("torchtitan", int(m.group(1)), pairs) if pairs else None
+
+
+def parse_nanotron(text: str, ctx: LineContext) -> MetricLine | None:
+    """A nanotron ``iteration: N / M | ... | lm_loss: X`` line."""
+    m = _NANO.search(text)
+    if m is None:
+        return None
+    pairs = _pairs(text[m.end():], _COLON_PAIR)
+    if not any("loss" in k for k, _ in pairs):
+        return None
+    return MetricLine("nanotron", int(m.group(1)), pairs)
+
+
+def parse_deepspeed_pipe(text: str, ctx: LineContext) -> MetricLine | None:
+    """A DeepSpeed pipeline-engine ``steps: N loss: X iter time (s): ...`` line."""
+    m = _DS_PIPE.search(text)
+    if m is None:
+        return None
+    pairs = [(k, v) for k, v in _pairs(text[m.end() - 5:], _COLON_PAIR) if "loss" in k]
+    t = re.search(r"iter time \(s\):\s+" + _VALUE, text)
+    if t:
+        pairs.append(("step_time", _float(t.group(1))))
+    s = re.search(r"samples/sec:\s+" + _VALUE, text)
+    if s:
+        pairs.append(("samples_per_second", _float(s.group(1))))
+    return MetricLine("deepspeed_pipe", int(m.group(1)), pairs)
+
+
+def parse_tf(text: str, ctx: LineContext) -> MetricLine | None:
+    """A TF Estimator / absl ``loss = X, step = N`` line."""
+    if " = " not in text and "=" not in text:
+        return None
+    m = _TF.search(text)
+    if m is None:
+        return None
+    pairs = _pairs(text, _EQ_PAIR)
+    if not any("loss" in k for k, _ in pairs):
+        return None
+    return MetricLine("tf", int(m.group(1)), pairs)
+
+
+def parse_caffe(text: str, ctx: LineContext) -> MetricLine | None:
+    """Caffe solver lines: ``Iteration N ..., loss = X``, ``Iteration N, lr = X``, outputs."""
+    it = _CAFFE_ITER.search(text)
+    if it is not None:
+        step = int(it.group(1))
+        ctx.caffe_step = step
+        pairs = _pairs(text[it.end():], _EQ_PAIR, ("loss", "lr"))
+        return MetricLine("caffe", step, pairs) if pairs else None
+    if ctx.caffe_step is None:
+        return None
+    t = _CAFFE_TEST.search(text)
+    if t:
+        return MetricLine("caffe_eval", ctx.caffe_step, [(f"test_{t.group(1)}",
+                                                          _float(t.group(2)))])
+    return None
+
+
+def keras_epoch(text: str, ctx: LineContext) -> MetricLine | None:
+    """A Keras ``Epoch N/M`` line: closes the previous epoch (its last values)."""
+    m = _KERAS_EPOCH.match(text)
+    if m is None:
+        return None
+    done = flush_keras(ctx)
+    ctx.keras_epoch = int(m.group(1))
+    return done
+
+
+def flush_keras(ctx: LineContext) -> MetricLine | None:
+    """The last values seen in the current Keras epoch, as one line at its number."""
+    if ctx.keras_epoch is None or not ctx.keras_values:
+        return None
+    out = MetricLine("keras", ctx.keras_epoch, ctx.keras_values)
+    ctx.keras_values = None
+    return out
+
+
+def parse_keras(text: str, ctx: LineContext) -> MetricLine | None:
+    """A Keras progress line (kept until the epoch ends; see :func:`flush_keras`)."""
+    if ctx.keras_epoch is None:
+        return None
+    last = None
+    for seg in re.split(r"[\r\x08]+", text):
+        if _KERAS_BAR.match(seg) and " - " in seg:
+            last = seg
+    if last is None:
+        return None
+    pairs = [(k, _float(v)) for k, v in _KERAS_PAIR.findall(last)
+             if k not in ("ETA",)]
+    if pairs:
+        ctx.keras_values = pairs
+    return None
+
+
+def parse_bar(text: str, ctx: LineContext) -> MetricLine | None:
+    """The last redraw of a tqdm bar whose postfix holds a loss."""
+    found = None
+    for m in _BAR.finditer(text):
+        if "loss" in m.group(4):
+            found = m
+    if found is None:
+        return None
+    postfix = found.group(4)
+    n, total = int(found.group(2)), int(found.group(3))
+    pairs = _pairs(postfix, _EQ_PAIR)
+    explicit = re.search(r"\b(?:global_step|step)=(\d+(?:\.0)?)", postfix)
+    if explicit:
+        step = int(float(explicit.group(1)))
+    else:
+        ep = _BAR_EPOCH.search(text[:found.start()])
+        if ep:
+            step = int(ep.group(1)) * total + n
+        else:
+            if n < ctx.bar_last:
+                ctx.bar_offset += max(ctx.bar_total, ctx.bar_last)
+            ctx.bar_last, ctx.bar_total = n, total
+            step = ctx.bar_offset + n
+    pairs = [(k, v) for k, v in pairs if "loss" in k.lower() or k.lower() in ("lr", "grad_norm")
+             or any(w in k.lower() for w in ("acc", "lr", "norm", "scale"))]
+    return MetricLine("tqdm", step, pairs) if pairs else None
+
+
+def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
+    """A step marker and ``key: value``/``key=value`` pairs, one of them a loss."""
+    m = _GEN_STEP.search(text)
+    if m is None:
+        return None
+    pairs = _pairs(text, _COLON_PAIR, METRIC_WORDS) + _pairs(text, _EQ_PAIR, METRIC_WORDS)
+    if not pairs:
+        pairs = _pairs(text, _SPACE_PAIR, METRIC_WORDS)
+    seen: set[str] = set()
+    uniq = []
+    for k, v in pairs:
+        if k not in seen:
+            seen.add(k)
+            uniq.append((k, v))
+    if not any("loss" in k.lower() for k, _ in uniq):
+        return None
+    return MetricLine("generic", int(m.group(1)), uniq)
+
+
+#: Adapters tried in order on a line holding a loss (or an ``Epoch``/``Iteration`` marker);
+#: :func:`parse_generic_pairs` is tried last, after the built-in generic parser.
+ADAPTERS = (parse_mmengine, parse_detectron2, parse_torchtitan, parse_nanotron,
+            parse_deepspeed_pipe, parse_caffe, parse_tf, parse_bar)
+
+
+def parse_line(text: str, ctx: LineContext) -> MetricLine | None:
+    """Try the framework adapters on one line (after the built-in parsers failed)."""
+    if "Epoch" in text:
+        got = keras_epoch(text, ctx)
+        if got is not None or _KERAS_EPOCH.match(text):
+            return got
+    if ctx.keras_epoch is not None and (" - " in text):
+        parse_keras(text, ctx)
+        if ctx.keras_values is not None and _KERAS_BAR.search(text):
+            return None
+    for adapter in ADAPTERS:
+        got = adapter(text, ctx)
+        if got is not None:
+            return got
+    return None
