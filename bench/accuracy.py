@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import subprocess
 import sys
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,8 @@ FAMILIES = (
 LABEL_SUFFIX = ".label.json"
 INSIDE_LABEL = "label.json"
 NORMAL_EXIT_CODES = (0, 1, 3)
+#: The real-world corpus folder (``sample_runs/public``): cases split into dev and test.
+PUBLIC = "public"
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -130,6 +134,8 @@ def find_cases(corpus: Path) -> list[Case]:
     """Every labelled run under ``corpus`` (which may itself be one case)."""
     cases: dict[Path, Case] = {}
     candidates = [corpus, *sorted(p for p in corpus.rglob("*") if p.is_dir())]
+    if corpus.name != PUBLIC:  # the public corpus is scored on its own (its dev/test split)
+        candidates = [c for c in candidates if PUBLIC not in c.relative_to(corpus).parts]
     for run_dir in candidates:
         for label_file in (run_dir.with_name(run_dir.name + LABEL_SUFFIX),
                            run_dir / INSIDE_LABEL):
@@ -147,9 +153,17 @@ def find_cases(corpus: Path) -> list[Case]:
     return sorted(cases.values(), key=lambda c: c.name)
 
 
+def split_of(name: str) -> str:
+    """``test`` when the first hex digit of sha256(folder name) is even, else ``dev``."""
+    digit = hashlib.sha256(Path(name).name.encode("utf-8")).hexdigest()[0]
+    return "test" if int(digit, 16) % 2 == 0 else "dev"
+
+
 def analyze(case: Case, timeout: float) -> Outcome:
-    """Run ``autopsy analyze --format json`` on one case; any failure is a miss."""
-    cmd = [sys.executable, "-m", "autopsy", "analyze", str(case.run_dir), "--format", "json"]
+    """Run ``autopsy analyze`` (or ``autopsy ranks`` when the label's ``command`` says so)
+    with ``--format json`` on one case; any failure is a miss."""
+    command = "ranks" if case.label.get("command") == "ranks" else "analyze"
+    cmd = [sys.executable, "-m", "autopsy", command, str(case.run_dir), "--format", "json"]
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
@@ -175,10 +189,22 @@ def _pct(num: int, den: int) -> str:
 
 
 def logging_interval(label: dict[str, Any]) -> int:
-    """The label's logging interval in steps (from its recorded config), 1 if unknown."""
+    """The label's logging interval in steps (from its recorded config), 1 if unknown.
+
+    A public-corpus label gives its own ``step_tolerance`` in steps; it is used as is
+    (the ``k`` of ``--step-tolerance`` does not multiply it: see :func:`tolerance`)."""
     config = label.get("config") or {}
     value = config.get("logging_steps") if isinstance(config, dict) else None
     return int(value) if isinstance(value, int | float) and value >= 1 else 1
+
+
+def tolerance(label: dict[str, Any], k: int) -> int:
+    """Steps a verdict's step may be off: the label's ``step_tolerance`` when it has one,
+    else ``k`` logging intervals."""
+    tol = label.get("step_tolerance")
+    if isinstance(tol, int | float) and not isinstance(tol, bool) and tol >= 0:
+        return int(tol)
+    return k * logging_interval(label)
 
 
 def family_table(outcomes: list[Outcome]) -> list[str]:
@@ -201,8 +227,8 @@ def summary_table(outcomes: list[Outcome], k: int) -> list[str]:
     """Overall family, cause and step accuracy rows (Markdown)."""
     n = len(outcomes)
     failing = [o for o in outcomes if o.case.label.get("first_bad_step") is not None]
-    tol = [o.step_ok(k * logging_interval(o.case.label)) for o in outcomes]
-    tol_failing = [o.step_ok(k * logging_interval(o.case.label)) for o in failing]
+    tol = [o.step_ok(tolerance(o.case.label, k)) for o in outcomes]
+    tol_failing = [o.step_ok(tolerance(o.case.label, k)) for o in failing]
     rows = ["| measure | score |", "|---|---|"]
     rows.append(f"| family accuracy | {_pct(sum(o.family_ok for o in outcomes), n)} |")
     caused = [o for o in outcomes if o.case.label.get("cause") is not None]
@@ -212,13 +238,58 @@ def summary_table(outcomes: list[Outcome], k: int) -> list[str]:
     rows.append(f"| culprit rank (runs with a labelled culprit) | "
                 f"{_pct(sum(o.rank_ok for o in culprit), len(culprit))} |")
     rows.append(f"| first bad step, exact | {_pct(sum(o.step_ok(0) for o in outcomes), n)} |")
-    rows.append(f"| first bad step, ±{k} logging intervals | {_pct(sum(tol), n)} |")
+    rows.append(f"| first bad step, within the tolerance | {_pct(sum(tol), n)} |")
     rows.append(f"| first bad step, exact (failing runs only) | "
                 f"{_pct(sum(o.step_ok(0) for o in failing), len(failing))} |")
-    rows.append(f"| first bad step, ±{k} logging intervals (failing runs only) | "
+    rows.append(f"| first bad step, within the tolerance (failing runs only) | "
                 f"{_pct(sum(tol_failing), len(failing))} |")
+    unknown = sum(o.got_family == "unknown" for o in outcomes)
+    rows.append(f"| `unknown` verdicts | {_pct(unknown, n)} |")
     rows.append(f"| no usable report (exit 2, timeout, bad JSON) | "
                 f"{sum(o.verdict is None for o in outcomes)} |")
+    return rows
+
+
+def group_table(outcomes: list[Outcome], k: int, key: str) -> list[str]:
+    """Per ``key`` of the label (``family`` or ``format``): cases, family precision and
+    recall (for ``format``: family accuracy), cause and step accuracy, `unknown` rate."""
+    groups = sorted({str(o.case.label.get(key)) for o in outcomes})
+    head = ("| family | cases | predicted | precision | recall | cause | step exact | "
+            "step ±tol | unknown |") if key == "family" else (
+            "| format | cases | family | cause | step exact | step ±tol | unknown | no report |")
+    rows = [head, "|" + "---|" * (head.count("|") - 1)]
+    for g in groups:
+        mine = [o for o in outcomes if str(o.case.label.get(key)) == g]
+        caused = [o for o in mine if o.case.label.get("cause") is not None]
+        cause = _pct(sum(o.cause_ok for o in caused), len(caused))
+        exact = _pct(sum(o.step_ok(0) for o in mine), len(mine))
+        tol = _pct(sum(o.step_ok(tolerance(o.case.label, k)) for o in mine), len(mine))
+        unknown = _pct(sum(o.got_family == "unknown" for o in mine), len(mine))
+        if key == "family":
+            predicted = sum(1 for o in outcomes if o.got_family == g)
+            tp = sum(o.family_ok for o in mine)
+            rows.append(f"| `{g}` | {len(mine)} | {predicted} | {_pct(tp, predicted)} | "
+                        f"{_pct(tp, len(mine))} | {cause} | {exact} | {tol} | {unknown} |")
+        else:
+            rows.append(f"| `{g}` | {len(mine)} | {_pct(sum(o.family_ok for o in mine), len(mine))}"
+                        f" | {cause} | {exact} | {tol} | {unknown} | "
+                        f"{sum(o.verdict is None for o in mine)} |")
+    return rows
+
+
+def confusion_table(outcomes: list[Outcome]) -> list[str]:
+    """Label family (rows) against verdict family (columns); ``(none)``: no report."""
+    labels = [f for f in FAMILIES if any(o.expected_family == f for o in outcomes)]
+    got = [f for f in (*FAMILIES, "(none)") if any(o.got_family == f for o in outcomes)]
+    short = {"not_decreasing": "not_decr", "overfitting": "overfit", "diverging": "diverg"}
+    rows = ["| label \\ verdict | " + " | ".join(short.get(g, g) for g in got) + " |",
+            "|---|" + "---|" * len(got)]
+    for lab in labels:
+        cells = []
+        for g in got:
+            n = sum(1 for o in outcomes if o.expected_family == lab and o.got_family == g)
+            cells.append(f"**{n}**" if g == lab and n else (str(n) if n else "·"))
+        rows.append(f"| `{lab}` | " + " | ".join(cells) + " |")
     return rows
 
 
@@ -250,7 +321,7 @@ def case_table(outcomes: list[Outcome], k: int) -> list[str]:
         return "ok" if ok else "—"
 
     for o in outcomes:
-        tol = k * logging_interval(o.case.label)
+        tol = tolerance(o.case.label, k)
         rows.append(
             f"| `{o.case.name}` | {_expected(o.case.label)} | {_got(o)} | {mark(o.family_ok)} | "
             f"{mark(o.cause_ok)} | {mark(o.step_ok(0))} | {mark(o.step_ok(tol))} (±{tol}) |"
@@ -281,6 +352,28 @@ def render(outcomes: list[Outcome], k: int, command: str, seconds: float) -> str
         ["### Per case", ""], case_table(outcomes, k),
     ]
     return "\n".join(line for part in parts for line in part) + "\n"
+
+
+def render_public(outcomes: list[Outcome], k: int, command: str, seconds: float,
+                  halves: tuple[str, ...] = ("test", "dev")) -> str:
+    """The report of the public corpus: each half's tables (test first: the figure)."""
+    when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    by = {h: [o for o in outcomes if split_of(o.case.name) == h] for h in halves}
+    lines = [f"Command: `{command}` ({when}, autopsy at {revision()}, {len(outcomes)} cases: "
+             + ", ".join(f"{len(v)} {h}" for h, v in by.items()) + f", {seconds:.1f}s)", ""]
+    for half, mine in by.items():
+        if not mine:
+            continue
+        lines += [f"### {half.capitalize()} half: overall", "", *summary_table(mine, k), "",
+                  f"### {half.capitalize()} half: per family", "",
+                  *group_table(mine, k, "family"), "",
+                  f"### {half.capitalize()} half: per format", "",
+                  *group_table(mine, k, "format"), "",
+                  f"### {half.capitalize()} half: confusion (label family × verdict family)",
+                  "", *confusion_table(mine), ""]
+        if half == "dev":
+            lines += ["### Dev half: per case", "", *case_table(mine, k), ""]
+    return "\n".join(lines) + "\n"
 
 
 def dropped_note(corpus: Path) -> str:
@@ -333,6 +426,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="tolerance of the step score, in logging intervals (%(default)s)")
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="seconds per case before it counts as a miss (%(default)s)")
+    parser.add_argument("--split", choices=("dev", "test", "all"), default="dev",
+                        help="the public corpus's half to score (%(default)s); improve rules "
+                             "on dev only")
+    parser.add_argument("--jobs", type=int, default=2,
+                        help="cases scored at once (%(default)s)")
     parser.add_argument("--write", type=Path, metavar="DOC",
                         help="also write the tables into this Markdown file's section")
     ns = parser.parse_args(argv)
@@ -341,12 +439,14 @@ def main(argv: list[str] | None = None) -> int:
     cases = find_cases(ns.corpus)
     if not cases:
         parser.error(f"no labelled case under {ns.corpus}")
+    public = ns.corpus.resolve().name == PUBLIC
+    if public and ns.split != "all":
+        cases = [c for c in cases if split_of(c.name) == ns.split]
     t0 = time.perf_counter()
-    outcomes = []
-    for case in cases:
-        outcome = analyze(case, ns.timeout)
-        print(f"{case.name}: {_got(outcome)} ({outcome.seconds:.1f}s)", file=sys.stderr)
-        outcomes.append(outcome)
+    with ThreadPoolExecutor(max_workers=max(1, ns.jobs)) as pool:  # each case: a subprocess
+        outcomes = list(pool.map(lambda c: analyze(c, ns.timeout), cases))
+    for outcome in outcomes:
+        print(f"{outcome.case.name}: {_got(outcome)} ({outcome.seconds:.1f}s)", file=sys.stderr)
     seconds = time.perf_counter() - t0
     corpus_arg = ns.corpus.resolve()
     try:
@@ -355,8 +455,13 @@ def main(argv: list[str] | None = None) -> int:
         pass
     command = (
         f"python bench/accuracy.py {corpus_arg.as_posix()} --step-tolerance {ns.step_tolerance}"
+        + (f" --split {ns.split}" if public else "")
     )
-    report = render(outcomes, ns.step_tolerance, command, seconds) + dropped_note(ns.corpus)
+    if public:
+        halves = ("test", "dev") if ns.split == "all" else (ns.split,)
+        report = render_public(outcomes, ns.step_tolerance, command, seconds, halves)
+    else:
+        report = render(outcomes, ns.step_tolerance, command, seconds) + dropped_note(ns.corpus)
     print(report)
     if ns.write:
         update_section(ns.write, f"## `{corpus_arg.as_posix()}`", report, intro=DOC_INTRO)

@@ -1,0 +1,86 @@
+"""Keras output, written by Keras itself (3.x, torch backend): the ``CSVLogger`` file, a
+saved ``history`` CSV, and the progress lines of ``fit(verbose=1|2)``."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import autopsy
+
+os.environ.setdefault("KERAS_BACKEND", "torch")
+
+
+def _fit(root: Path, verbose: int, lr: float = 0.1, poison: bool = False) -> dict[str, Any]:
+    """Fit a tiny classifier for 3 epochs; write training.log, history.csv, train.log."""
+    import keras
+    import numpy as np
+    import pandas as pd
+
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 8)).astype("float32")
+    y = (x[:, 0] > 0).astype("int32")
+    if poison:  # a NaN input in the second epoch's data: the loss goes NaN
+        x[200:] = np.nan
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
+                              keras.layers.Dense(2, activation="softmax")])
+    model.compile(optimizer=keras.optimizers.SGD(lr), loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        hist = model.fit(x, y, epochs=3, batch_size=32, shuffle=False, verbose=verbose,
+                         validation_split=0.25 if not poison else 0.0, callbacks=[
+                             keras.callbacks.CSVLogger(str(root / "training.log"))])
+    (root / "train.log").write_text(out.getvalue(), encoding="utf-8")
+    pd.DataFrame(hist.history).to_csv(root / "history.csv")
+    return hist.history
+
+
+@pytest.mark.parametrize("name", ["training.log", "history.csv"])
+def test_keras_csv_files(tmp_path: Path, name: str) -> None:
+    history = _fit(tmp_path, verbose=0)
+    for other in {"training.log", "history.csv", "train.log"} - {name}:
+        (tmp_path / other).unlink()
+    run = autopsy.load_run(tmp_path)
+    assert [s.reader for s in run.sources] == ["epoch_csv"]
+    for raw, tag in (("loss", "loss"), ("val_loss", "eval_loss")):
+        series = run.series(tag)
+        assert list(series.index) == [0, 1, 2]  # Keras counts epochs from 0
+        assert list(series.values) == pytest.approx(history[raw])
+    acc = run.scalars[run.scalars["raw_tag"] == "val_accuracy"]["value"]
+    assert list(acc) == pytest.approx(history["val_accuracy"])
+
+
+@pytest.mark.parametrize("verbose", [1, 2])
+def test_keras_progress_lines(tmp_path: Path, verbose: int) -> None:
+    history = _fit(tmp_path, verbose=verbose)
+    (tmp_path / "training.log").unlink()
+    (tmp_path / "history.csv").unlink()
+    run = autopsy.load_run(tmp_path)
+    for raw, tag in (("loss", "loss"), ("val_loss", "eval_loss")):
+        series = run.series(tag)
+        assert list(series.index) == [1, 2, 3]  # as printed: "Epoch 1/3"
+        # verbose=2 prints the epoch's values (4 digits); verbose=1 the bar's last
+        # running mean, which Keras 3 rounds the same way
+        if verbose == 2:
+            assert list(series.values) == pytest.approx(history[raw], abs=1e-4)
+        else:
+            assert all(math.isfinite(v) for v in series.values)
+
+
+def test_keras_nan_loss_found_in_each_writer(tmp_path: Path) -> None:
+    history = _fit(tmp_path, verbose=2, poison=True)
+    first_nan = next(i for i, v in enumerate(history["loss"]) if not math.isfinite(v))
+    for keep, step in (("training.log", first_nan), ("train.log", first_nan + 1)):
+        run_dir = tmp_path / keep.replace(".", "_")
+        run_dir.mkdir()
+        (run_dir / keep).write_bytes((tmp_path / keep).read_bytes())
+        verdict = autopsy.diagnose(autopsy.load_run(run_dir)).verdict
+        assert (verdict.family.value, verdict.step) == ("nan_inf", step), keep

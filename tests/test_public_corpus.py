@@ -1,0 +1,114 @@
+"""The public real-world corpus (``sample_runs/public/``): well-formed labels, and autopsy
+reading every case without a traceback, a hang, a rule error, or an exit 2 on a case whose
+format it supports. Accuracy is a figure (``bench/accuracy.py``, ``docs/accuracy.md``), not an
+assertion here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from corpus_labels import (
+    LABEL_KEYS,
+    PUBLIC,
+    case_dirs,
+    guide_causes,
+    guide_families,
+    guide_formats,
+    split_of,
+)
+
+from autopsy.cli import cli
+from autopsy.readers.registry import supported_slugs
+
+CASES = case_dirs()
+#: The whole corpus stays under this (the issue's bound).
+MAX_CORPUS_BYTES = 50 << 20
+#: A case over this needs the reason in its label's notes.
+MAX_CASE_BYTES = 2 << 20
+#: Seconds one case may take before it counts as a hang.
+CASE_TIMEOUT_S = 60
+_SOURCE = re.compile(r"^(?:[\w.-]+/[\w.-]+:\S+@[0-9a-f]{7,40}|https://github\.com/[\w.-]+/"
+                     r"[\w.-]+/(?:issues|pull|discussions)/\d+\S*)$")
+_VALUE_EVIDENCE = re.compile(r"^[\w/.\- ()]+@\s*[\w ]+=")
+
+
+def _label(case: Path) -> dict[str, Any]:
+    return json.loads((case / "label.json").read_text(encoding="utf-8"))
+
+
+def _files(case: Path) -> list[Path]:
+    return [p for p in case.rglob("*") if p.is_file() and p.name != "label.json"]
+
+
+def test_corpus_is_there_and_within_size() -> None:
+    assert len(CASES) >= 150, "the public corpus is missing"
+    total = sum(p.stat().st_size for p in PUBLIC.rglob("*") if p.is_file())
+    assert total < MAX_CORPUS_BYTES
+    assert {split_of(c.name) for c in CASES} == {"dev", "test"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_label_follows_the_guide(case: Path) -> None:
+    label = _label(case)
+    missing = [k for k in LABEL_KEYS if k not in label]
+    assert not missing, f"label lacks {missing}"
+    assert label["family"] in guide_families()
+    causes = label["cause"] if isinstance(label["cause"], list) else [label["cause"]]
+    allowed = guide_causes()[label["family"]]
+    assert all(c is None or c in allowed for c in causes), (causes, sorted(allowed))
+    if label["family"] == "healthy":
+        assert label["cause"] is None and label["first_bad_step"] is None
+    assert label["format"] in guide_formats()
+    assert label["command"] in ("analyze", "ranks")
+    assert label["confidence"] in ("high", "medium", "low")
+    assert _SOURCE.match(label["source"]), label["source"]
+    for key in ("first_bad_step", "culprit_rank"):
+        assert label[key] is None or (isinstance(label[key], int) and label[key] >= 0)
+    files = _files(case)
+    assert files, "a case holds the run's files"
+    size = sum(p.stat().st_size for p in files)
+    assert size <= MAX_CASE_BYTES or label.get("notes"), "a case over 2 MB says why"
+    # the evidence is quoted from the data: a line found in the files, or tag@step=value
+    text = " ".join(" ".join(p.read_text(encoding="utf-8", errors="replace").split())
+                    for p in files)
+    evidence = label["evidence"]
+    assert isinstance(evidence, list) and evidence
+    assert any(" ".join(e.split()) in text or _VALUE_EVIDENCE.match(e) for e in evidence)
+
+
+class _Hang(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise _Hang(f"no answer within {CASE_TIMEOUT_S} s")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_autopsy_reads_case(case: Path) -> None:
+    label = _label(case)
+    command = "ranks" if label["command"] == "ranks" else "analyze"
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(CASE_TIMEOUT_S)
+    try:
+        result = CliRunner().invoke(cli, [command, str(case), "--format", "json"])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"autopsy raised on {case.name}") from result.exception
+    if label["format"] in supported_slugs():
+        assert result.exit_code != 2, result.output[-400:]
+    if result.exit_code == 2:
+        return  # an unsupported format: one line on stderr, nothing else to check
+    assert result.exit_code in (0, 1, 3), result.output[-400:]
+    report = json.loads(result.stdout)
+    failed = [s for s in report["skipped"] if str(s.get("reason", "")).startswith("rule failed")]
+    assert not failed, failed
