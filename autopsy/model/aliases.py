@@ -33,8 +33,9 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
         "gnorm",
     ),
     "learning_rate": (
-        "learning_rate", "lr", "train/learning_rate", "train/lr", "learning-rate",
-        "learning rate", "lr-adamw", "lr-adam", "lr-sgd", "lr/group_0", "lr_group_0",
+        "learning_rate", "lr", "train/learning_rate", "train/lr", "train_lr", "learning-rate",
+        "learning rate", "learningrate", "lr-adamw", "lr-adam", "lr-sgd", "lr/group_0",
+        "lr_group_0",
     ),
     "loss_scale": (
         "loss_scale", "loss scale", "train/loss_scale", "loss_scaler", "scaler/scale",

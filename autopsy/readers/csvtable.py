@@ -48,17 +48,25 @@ def cell_value(text: str) -> float | None:
         return NONFINITE.get(t.lower())
 
 
+def delimiter_of(head: bytes) -> str:
+    """``\t`` when the first line has tabs and no commas (a TSV), else ``,``."""
+    first = head.split(b"\n", 1)[0]
+    return "\t" if b"\t" in first and b"," not in first else ","
+
+
 def header_of(head: bytes) -> list[str] | None:
-    """The header cells of a CSV whose first bytes are ``head``; None if it is not one."""
+    """The header cells of a CSV (or TSV) whose first bytes are ``head``; None if it is
+    not one."""
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
     end = text.find("\n")
     if end < 0 or end > MAX_HEADER_CHARS:
         return None
     line = text[:end].rstrip("\r")
-    if "," not in line:
+    delimiter = delimiter_of(head)
+    if delimiter not in line:
         return None
     try:
-        cells = next(csv.reader([line]))
+        cells = next(csv.reader([line], delimiter=delimiter))
     except (csv.Error, StopIteration):
         return None
     return [c.strip() for c in cells]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
-from autopsy.readers.csvtable import Table, cell_value, header_of, rows, step_of
+from autopsy.readers.csvtable import Table, cell_value, delimiter_of, header_of, rows, step_of
 from autopsy.readers.registry import Format
 
 NAME = "epoch_csv"
@@ -30,8 +30,8 @@ FORMATS = (
            ("scalars",), "training.log, history.csv, log.csv"),
     Format("timm_csv", "timm train.py summary.csv (one row per epoch)", ("scalars",),
            "output/train/<exp>/summary.csv"),
-    Format("csv_metrics", "any CSV of metrics with a step, iteration or epoch column",
-           ("scalars",), "metrics.csv, progress.csv"),
+    Format("csv_metrics", "any CSV (or TSV) of metrics with a step, iteration or epoch column",
+           ("scalars",), "metrics.csv, progress.csv, loss.tsv"),
 )
 #: Step-like columns, most precise first.
 STEP_COLUMNS: tuple[str, ...] = ("step", "global_step", "iteration", "iter", "epoch")
@@ -66,8 +66,8 @@ def sniff(path: Path) -> bool:
     cells = header_of(head(path, SNIFF_HEAD))
     if not cells or len(cells) < 2:
         return False
-    if not name.endswith((".csv", ".tsv")) and not (name == "training.log" or
-                                                   cells[0].lower() == "epoch"):
+    if not name.endswith((".csv", ".tsv")) and not (
+            name == "training.log" or cells[0].strip().lower() in STEP_COLUMNS):
         return False
     return _layout(cells) is not None
 
@@ -75,7 +75,7 @@ def sniff(path: Path) -> bool:
 def read(path: Path, rel: str) -> RunPart:
     """Read one table into points at its step column."""
     table = Table(rel)
-    it = rows(path, table)
+    it = rows(path, table, delimiter=delimiter_of(head(path, SNIFF_HEAD)))
     header = next(it, None)
     layout = _layout(header or [])
     if header is None or layout is None:

@@ -42,12 +42,12 @@ from autopsy.readers.ranklogs.metrics import _NUM, MetricLine
 _VALUE = r"(" + _NUM + r")"
 #: ``key: value`` pairs (mmengine, detectron2, torchtitan, nanotron, Keras, generic).
 _COLON_PAIR = re.compile(r"(?<![\w/.(-])([A-Za-z_][\w/.@-]*?)\s*:\s+" + _VALUE
-                         + r"(?:\s*(?:[KMGT]i?B|[KMGT]|%|ms|s))?(?=[\s,|()\]]|$)")
+                         + r"(?:\s*(?:[KMGT]i?B|[KMGT]|%|ms|s))?(?=[\s,;`|()\]]|$)")
 #: ``key value`` pairs of generic lines (``train_loss 0.45 acc 0.9``), metric words only.
-_SPACE_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z_][\w/.-]*)\s+" + _VALUE + r"(?=[\s,|)\]]|$)")
+_SPACE_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z_][\w/.-]*)\s+" + _VALUE + r"(?=[\s,;`|)\]]|$)")
 #: ``key=value`` and ``key = value`` pairs (tqdm postfixes, TF, fairseq, generic).
 _EQ_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z_][\w/.@-]*)\s?=\s?" + _VALUE
-                      + r"(?=[\s,|)\]]|$)")
+                      + r"(?=[\s,;`|)\]]|$)")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 #: Keys never kept as series (clock times, counters of the bar itself, ids).
 SKIPPED_KEYS = frozenset({"eta", "v_num", "epoch", "iter", "iteration", "step", "steps",
@@ -65,18 +65,15 @@ _TF = re.compile(r"\bstep\s?=\s?(\d+)\b")
 _CAFFE_ITER = re.compile(r"\bIteration\s+(\d+)\b")
 _CAFFE_TEST = re.compile(r"Test net output #\d+:\s+(\w+)\s+=\s+" + _VALUE)
 _CAFFE_TRAIN = re.compile(r"Train net output #\d+:\s+(\w+)\s+=\s+" + _VALUE)
-_KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)/(\d+)\s*$")
+_KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)(?:/(\d+))?\s*$")
 _KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[[=>.]*\]|[━─]+|-\s)")
 _KERAS_PAIR = re.compile(r"\s-\s([A-Za-z_][\w/]*):\s" + _VALUE)
 _BAR = re.compile(r"(\d+)%\|[^|]*\|\s*(\d+)/(\d+)\s*\[([^\]]*)\]")
 _BAR_EPOCH = re.compile(r"\bEpoch\s+(\d+)\b")
-_GEN_STEP = re.compile(r"(?:^|[\s\[|(,])(?:[Ss]tep|STEP|[Ii]ter(?:ation)?|ITER|global_step|"
-                       r"[Bb]atch)(?:\s*[:=#]\s*|\s+)(\d+)(?:\s*/\s*\d+)?\b")
-_GEN_EPOCH = re.compile(r"(?:^|[\s\[|(,])(?:[Ee]poch|EPOCH)(?:\s*[:=#]\s*|\s+)\[?(\d+)")
 #: Words one key must contain to be kept from a generic line.
-METRIC_WORDS = ("loss", "lr", "learning_rate", "grad", "norm", "scale", "time", "acc", "ppl",
-                "perplexity", "tps", "throughput", "mem", "mfu", "flops", "per_sec", "/s",
-                "samples", "tokens", "map", "top1", "top5", "f1", "bleu")
+METRIC_WORDS = ("loss", "lr", "learning_rate", "learningrate", "grad", "norm", "scale", "time",
+                "acc", "ppl", "perplexity", "tps", "throughput", "mem", "mfu", "flops", "per_sec",
+                "/s", "samples", "tokens", "map", "top1", "top5", "f1", "bleu")
 
 
 @dataclass
@@ -104,6 +101,7 @@ def _pairs(text: str, pattern: re.Pattern[str], words: tuple[str, ...] | None = 
     out: list[tuple[str, float]] = []
     seen: set[str] = set()
     for key, value in pattern.findall(_THOUSANDS.sub("", text)):
+        key = key.strip()
         low = key.lower()
         if low in SKIPPED_KEYS or key in seen:
             continue
@@ -242,6 +240,16 @@ def flush_keras(ctx: LineContext) -> MetricLine | None:
     return out
 
 
+def parse_keras_batches(text: str, ctx: LineContext) -> MetricLine | None:
+    """A Keras progress line with no ``Epoch N/M`` line before it (an excerpt): the
+    batch number of the bar is the step."""
+    m = _KERAS_BAR.match(text)
+    if m is None or ctx.keras_epoch is not None or " - " not in text:
+        return None
+    pairs = [(k, _float(v)) for k, v in _KERAS_PAIR.findall(text) if k != "ETA"]
+    return MetricLine("keras_batch", int(m.group(1)), pairs) if pairs else None
+
+
 def parse_keras(text: str, ctx: LineContext) -> MetricLine | None:
     """A Keras progress line (kept until the epoch ends; see :func:`flush_keras`)."""
     if ctx.keras_epoch is None:
@@ -287,29 +295,117 @@ def parse_bar(text: str, ctx: LineContext) -> MetricLine | None:
     return MetricLine("tqdm", step, pairs) if pairs else None
 
 
-def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
-    """A step marker and ``key: value``/``key=value`` pairs, one of them a loss."""
-    m = _GEN_STEP.search(text)
-    if m is None:
+_BRACKET_KEY = re.compile(r"\[([A-Za-z][\w ]*)\]")
+#: Step markers of generic lines, most precise first (case-insensitive).
+_STEP_MARKERS = (
+    re.compile(r"(?i)(?:^|[^\w])global[ _]?step\s*[:=#]?\s*(\d+)"),
+    re.compile(r"(?i)(?:^|[^\w/])(?:step|steps|updates?|num_updates)\s*[:=#]?\s*(\d+)\b"),
+    re.compile(r"(?i)(?:^|[^\w])(?:iter|iteration|it|batch)\s*[:=#]?\s*\[?\s*(\d+)\b"),
+)
+_EPOCH_MARKER = re.compile(r"(?i)(?:^|[^\w])(?:epoch|ep|e)\s*[:=#]?\s*\[?\s*(\d+)\b")
+#: Multi-word keys ending in loss (``Total Loss 2.6``, ``Train Loss: 0.3``).
+_WORDS_LOSS = re.compile(r"(?<![\w])((?:(?i:total|train|training|val|valid|validation|test|"
+                         r"eval|avg|average|mean|running|epoch|batch|lm|cls|reg)[ _])?"
+                         r"[A-Za-z]*[Ll][Oo][Ss][Ss])\s*[:=]?\s*"
+                         + _VALUE + r"(?=[\s,;`|)\]]|$)")
+
+
+def _generic_step(text: str) -> int | None:
+    for marker in _STEP_MARKERS:
+        m = marker.search(text)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+#: Step keys of a JSON metrics line, most precise first (``update`` is fairseq's
+#: fractional epoch: ``num_updates`` wins over it).
+JSON_STEP_KEYS = ("iteration", "step", "global_step", "_step", "num_updates", "iter", "epoch")
+
+
+def parse_json_line(text: str, ctx: LineContext) -> MetricLine | None:
+    """A JSON object on one line (DINO/DeiT ``log.txt``, fairseq JSON logs, a pasted
+    ``log_history`` entry): numeric values (and numeric strings) at its step key."""
+    start = text.find('{"')
+    if start < 0 or not text.rstrip().rstrip(",").endswith("}"):
         return None
-    pairs = _pairs(text, _COLON_PAIR, METRIC_WORDS) + _pairs(text, _EQ_PAIR, METRIC_WORDS)
-    if not pairs:
-        pairs = _pairs(text, _SPACE_PAIR, METRIC_WORDS)
-    seen: set[str] = set()
-    uniq = []
-    for k, v in pairs:
-        if k not in seen:
-            seen.add(k)
-            uniq.append((k, v))
+    import json
+
+    try:
+        doc = json.loads(text[start:].rstrip().rstrip(","))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    step = None
+    for key in JSON_STEP_KEYS:
+        v = doc.get(key)
+        try:
+            f = float(v) if v is not None and not isinstance(v, bool) else math.nan
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(f):
+            step = int(f)
+            break
+    if step is None:
+        return None
+    pairs = []
+    for key, value in doc.items():
+        if key in JSON_STEP_KEYS or key in SKIPPED_KEYS or isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)):
+            pairs.append((key, float(value)))
+        elif isinstance(value, str):
+            f = _float(value)
+            if not math.isnan(f) or value.strip().lower() == "nan":
+                pairs.append((key, f))
+    if not any("loss" in k for k, _ in pairs):
+        return None
+    return MetricLine("json", step, pairs)
+
+
+_EPOCH_ITER = re.compile(r"(?i)\bepoch\s*[:=#]?\s*\[?\s*(\d+)\s*/\s*\d+\s*\]?.{0,40}?"
+                         r"\biter(?:ation)?\s*[:=#]?\s*\[?\s*(\d+)\s*/\s*(\d+)")
+
+
+def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
+    """A step marker and ``key: value``/``key=value``/``key value`` pairs, one of them a
+    loss; keys in any case, ``[Loss] 2.3`` brackets allowed. Without a step marker, an
+    ``Epoch N`` marker gives the step (the file then counts epochs)."""
+    text = _BRACKET_KEY.sub(r"\1", text)
+    ei = _EPOCH_ITER.search(text)  # [Epoch e/E][Iter i/n]: i counts within the epoch
+    step = int(ei.group(1)) * int(ei.group(3)) + int(ei.group(2)) if ei else _generic_step(text)
+    if step is None:
+        e = _EPOCH_MARKER.search(text)
+        if e is not None:
+            step = int(e.group(1))
+        elif ctx.keras_epoch is not None:  # "Epoch 3/25" on its own line, then
+            step = ctx.keras_epoch         # "train Loss: 0.57 Acc: 0.69" (PyTorch tutorial)
+        else:
+            return None
+    text = _THOUSANDS.sub("", text)
+    uniq: list[tuple[str, float]] = []
+    taken: set[int] = set()  # start offsets of values already used
+    keys: set[str] = set()
+    for pattern in (_WORDS_LOSS, _COLON_PAIR, _EQ_PAIR, _SPACE_PAIR):
+        for m in pattern.finditer(text):
+            key = "_".join(m.group(1).split())
+            low = key.lower()
+            if (m.start(2) in taken or low in keys or low in SKIPPED_KEYS
+                    or not any(w in low for w in METRIC_WORDS)):
+                continue
+            taken.add(m.start(2))
+            keys.add(low)
+            uniq.append((key, _float(m.group(2))))
     if not any("loss" in k.lower() for k, _ in uniq):
         return None
-    return MetricLine("generic", int(m.group(1)), uniq)
+    return MetricLine("generic", step, uniq)
 
 
 #: Adapters tried in order on a line holding a loss (or an ``Epoch``/``Iteration`` marker);
 #: :func:`parse_generic_pairs` is tried last, after the built-in generic parser.
-ADAPTERS = (parse_mmengine, parse_detectron2, parse_torchtitan, parse_nanotron,
-            parse_deepspeed_pipe, parse_caffe, parse_tf, parse_bar)
+ADAPTERS = (parse_json_line, parse_mmengine, parse_detectron2, parse_torchtitan, parse_nanotron,
+            parse_deepspeed_pipe, parse_caffe, parse_tf, parse_bar, parse_keras_batches)
 
 
 def parse_line(text: str, ctx: LineContext) -> MetricLine | None:

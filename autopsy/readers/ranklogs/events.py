@@ -386,9 +386,107 @@ def misc_events(text: str) -> list[tuple[EventKind, Details]]:
     return out
 
 
+# ------------------------------------------- schedulers, the kernel, NaN messages, resumes
+
+_SLURM_CANCEL = re.compile(r"\*\*\* (JOB|STEP) ([\w.]+) ON (\S+) CANCELLED AT (\S+)"
+                           r"(?: DUE TO ([A-Z ]+?))?(?: \*\*\*|$)")
+_SLURM_MEM = re.compile(r"(?:Job|Step) ([\w.]+) exceeded memory limit \((\d+) > (\d+)\)")
+_KERNEL_OOM = re.compile(r"(?:Out of memory|Memory cgroup out of memory): Killed process (\d+)"
+                         r"(?: \(([^)]*)\))?")
+_OOM_KILL = re.compile(r"\boom[-_]kill(?:ed)?\b.*?(?:pid=(\d+)|task=(\S+?),)", re.IGNORECASE)
+#: NaN/Inf messages printed by frameworks (detectron2, TF NanTensorHook/Estimator, Keras
+#: TerminateOnNaN): the step is the one in the message, else the last logged.
+_NAN_MESSAGE = re.compile(r"Loss became infinite or NaN at iteration=(\d+)"
+                          r"|Model diverged with loss = NaN"
+                          r"|NaN loss during training"
+                          r"|Batch (\d+): Invalid loss, terminating training")
+_RESUMED = re.compile(r"resumed (?:from )?epoch:? (\d+), iter:? (\d+)"
+                      r"|[Rr]esum(?:ed|ing) (?:training )?from (?:checkpoint )?(\S+)")
+
+
+_DS_RETURN = re.compile(r"exits with return code = (-?\d+)"
+                        r"|Process finished with exit code (-?\d+)")
+_SEGFAULT = re.compile(r"Segmentation fault|SIGSEGV|Fatal Python error: Segmentation")
+_LOGGED_EXC = re.compile(r"<class '((?:[A-Za-z_]\w*\.)*[A-Z]\w*)'>.*? - (.+)$")
+
+
+def scheduler_events(text: str) -> list[tuple[EventKind, Details]]:
+    """slurm cancellations and memory kills, kernel OOM-killer lines, NaN messages, resumes,
+    the DeepSpeed launcher's return codes, segmentation faults, exceptions a logger printed
+    as ``<class 'RuntimeError'> ... - message``."""
+    out: list[tuple[EventKind, Details]] = []
+    m = _DS_RETURN.search(text)
+    if m:
+        code = int(m.group(1) or m.group(2))
+        who = "deepspeed launcher" if m.group(1) else "IDE"
+        out.append((EventKind.EXIT, {"exitcode": code, "who": who}))
+        if code in (-9, 137):
+            out.append((EventKind.HOST_KILL, {"exitcode": code, "why": f"exit code {code}"}))
+    if _SEGFAULT.search(text) and "received by PID" not in text:
+        out.append((EventKind.SIGNAL, {"signal": "SIGSEGV", "why": "segmentation fault"}))
+    m = _LOGGED_EXC.search(text)
+    if m:
+        out.append((EventKind.TRACEBACK, {"exception": m.group(1),
+                                          "exc_message": m.group(2).strip()[:2000],
+                                          "headerless": True}))
+    m = _SLURM_CANCEL.search(text)
+    if m:
+        why = (m.group(5) or "").strip().lower()
+        d: Details = {"who": "slurm", "job": m.group(2), "host": m.group(3), "at": m.group(4)}
+        if why:
+            d["why"] = why
+        out.append((EventKind.SIGNAL, d))
+    m = _SLURM_MEM.search(text)
+    if m:
+        out.append((EventKind.HOST_KILL, {"why": "slurm memory limit", "job": m.group(1),
+                                          "used": int(m.group(2)), "limit": int(m.group(3))}))
+    m = _KERNEL_OOM.search(text)
+    if m:
+        d = {"why": "kernel OOM killer", "pid": int(m.group(1))}
+        if m.group(2):
+            d["process"] = m.group(2)
+        out.append((EventKind.HOST_KILL, d))
+    elif "oom" in text.lower():
+        m = _OOM_KILL.search(text)
+        if m:
+            d = {"why": "kernel OOM killer"}
+            if m.group(1):
+                d["pid"] = int(m.group(1))
+            out.append((EventKind.HOST_KILL, d))
+    m = _NAN_MESSAGE.search(text)
+    if m:
+        d = {"message": m.group(0)}
+        step = m.group(1) or m.group(2)
+        if step:
+            d["step"] = int(step)
+        out.append((EventKind.NAN_LOSS, d))
+    m = _RESUMED.search(text)
+    if m:
+        if m.group(1):
+            out.append((EventKind.RESTART, {"epoch": int(m.group(1)), "iter": int(m.group(2))}))
+        else:
+            out.append((EventKind.RESTART, {"checkpoint": m.group(3)}))
+    return out
+
+
+#: An exception line without its traceback header (an excerpt, a logger that prints only
+#: the message): ``KeyError: 10``, ``torch.OutOfMemoryError: CUDA out of memory...``.
+_BARE_EXC = re.compile(r"^\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|"
+                       r"Warning(?=:)))(?::\s?(.*))?$")
+
+
+def bare_exception(text: str) -> Details | None:
+    """The exception and message of a line that is only an exception, else None."""
+    m = _BARE_EXC.match(text.rstrip())
+    if m is None or m.group(1).endswith("Warning"):
+        return None
+    return {"exception": m.group(1), "exc_message": (m.group(2) or "").strip()[:2000],
+            "headerless": True}
+
+
 def line_events(text: str) -> list[tuple[EventKind, Details]]:
     """Every event one line holds (a line may hold several: an OOM and its rank)."""
-    return nccl_events(text) + misc_events(text)
+    return nccl_events(text) + misc_events(text) + scheduler_events(text)
 
 
 # ------------------------------------------------------------------ multi-line records

@@ -34,11 +34,23 @@ EVENT_MARKERS: tuple[bytes, ...] = (
     b"OVERFLOW!",
     b"overflow",  # Grad overflow on iteration, Gradient overflow.  Skipping step
     b"Saving model checkpoint",
+    # an exception line printed without its traceback header
+    b"Error: ", b"Exception: ", b"KeyboardInterrupt",
+    # slurm, the kernel's OOM killer
+    b"CANCELLED AT", b"exceeded memory limit", b"Killed process", b"oom-kill", b"oom_kill",
+    # NaN messages of detectron2, TF, Keras
+    b"infinite or NaN", b"diverged with loss", b"NaN loss", b"Invalid loss",
+    # resumes (mmcv "resumed epoch N, iter M", "Resuming from checkpoint ...")
+    b"esumed", b"esuming",
+    # launchers and crashes: DeepSpeed's return codes, segfaults, logged exception classes,
+    # the store-based barrier's waiting message
+    b"return code = ", b"with exit code ", b"Segmentation fault", b"SIGSEGV", b"<class '",
+    b"store based barrier",
 )
 
 #: Literals of per-step metric lines (confirmed by the parsers in ``metrics``).
 METRIC_MARKERS: tuple[bytes, ...] = (
-    b"loss", b"step=", b"logging_steps",
+    b"loss", b"Loss", b"LOSS", b"step=", b"logging_steps",
     b"Epoch ",  # a Keras ``Epoch 2/10`` line (it numbers the progress lines after it)
     b", lr = ",  # Caffe ``Iteration N, lr = X``
 )

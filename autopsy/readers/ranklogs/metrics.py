@@ -152,7 +152,7 @@ def parse_metrics(text: str, ctx: LineContext | None = None) -> MetricLine | Non
         got = parse_fairseq(text)
         if got is not None:
             return got
-    if "loss" in text:
+    if "loss" in text or "Loss" in text or "LOSS" in text:
         got = parse_generic(text)
         if got is not None:
             return got

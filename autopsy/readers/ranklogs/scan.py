@@ -228,6 +228,9 @@ class _State:
     nan_seen: set[tuple[int | None, int]] = field(default_factory=set)
     top_step: dict[int | None, int] = field(default_factory=dict)
     contexts: dict[int | None, LineContext] = field(default_factory=dict)
+    #: (exception, message) of each rank's last traceback: its exception line, met again
+    #: when the scan reaches it, is not a second (headerless) exception
+    last_exception: dict[int | None, tuple[str, str]] = field(default_factory=dict)
 
     def segment_for(self, rank: int | None, step: int, train: bool) -> int:
         """The segment of a point: the path's attempt plus restarts seen in this file.
@@ -396,6 +399,13 @@ def _events_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) ->
             msg = f"{details['exception']}: {details['exc_message']}".strip(": ")
             _add(st, rank, wall, EventKind.TRACEBACK, msg or rest, line,
                  {**base, **details}, rest)
+            st.last_exception[rank] = (details["exception"], details["exc_message"][:200])
+        else:
+            bare = ev.bare_exception(rest)
+            if bare is not None and st.last_exception.pop(rank, None) != (
+                    bare["exception"], bare["exc_message"][:200]):
+                _add(st, rank, wall, EventKind.TRACEBACK, rest.strip(), line,
+                     {**base, **bare}, rest)
         if "ChildFailedError:" in rest:
             entries, n = ev.parse_child_failed(t for t, _ in _follow(data, end + 1))
             consumed_to = _offset_after(data, end + 1, n)
@@ -487,7 +497,9 @@ def _same_rank_lines(data: bytes, pos: int, rank: int | None) -> Iterator[str]:
 
 def _add(st: _State, rank: int | None, wall: float, kind: EventKind, message: str, line: int,
          details: dict[str, Any], text: str) -> None:
-    step = st.last_step.get(rank)
+    step = details.get("step") if isinstance(details.get("step"), int) else None
+    if step is None:
+        step = st.last_step.get(rank)
     if step is None:
         m = _MSG_STEP.search(text)
         if m:

@@ -23,6 +23,14 @@ from autopsy.rules.diverging._shared import (
 from autopsy.rules.registry import rule
 from autopsy.signals import first_non_finite, theil_sen
 
+#: Exponents are capped here: a loss that jumps by 1e19 in a step makes log-space slopes
+#: whose exponential overflows a float (math.exp raises past ~709.78).
+MAX_EXPONENT = 700.0
+
+
+def _exp(x: float) -> float:
+    """``math.exp`` that saturates at ``exp(MAX_EXPONENT)`` instead of raising."""
+    return math.exp(min(x, MAX_EXPONENT))
 
 @rule(
     code="DIV001",
@@ -99,7 +107,7 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
     best_i = int(np.argmin(sm))
     base = float(sm[best_i])
     noise = _noise(logs[:best_i + width] if best_i + width >= 8 else logs)
-    near = base * max(1 + ctx["near_min"], math.exp(2 * 1.25 * noise / math.sqrt(width)))
+    near = base * max(1 + ctx["near_min"], _exp(2 * 1.25 * noise / math.sqrt(width)))
     last_near = best_i + int(np.flatnonzero(sm[best_i:] <= near)[-1])
     if not (values[last_near + 1:] > near).any():
         return None
@@ -111,7 +119,7 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
     n_rise = len(values) - rise_i
     end = float(np.median(values[-min(max(int(ctx["end_points"]), width), n_rise):]))
     ratio = end / base
-    need = max(1 + ctx["min_rel_rise"], math.exp(ctx["noise_k"] * noise))
+    need = max(1 + ctx["min_rel_rise"], _exp(ctx["noise_k"] * noise))
     tail = values[-int(ctx["min_explode_points"]):]
     exploded = n_rise >= ctx["min_explode_points"] and bool(
         (tail >= base * ctx["explode_ratio"]).all())
@@ -149,11 +157,11 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
                  "ratio": ratio, "rise_points": n_rise, "noise": noise},
     )]
     if trend is not None:
-        per100 = math.expm1(trend.slope * 100)
+        per100 = _exp(trend.slope * 100) - 1
         evidence.append(Evidence(
             summary=f"Theil-Sen trend of log(loss) over the rise: {per100:+.1%} per 100 steps "
-                    f"(95% CI {math.expm1(trend.low * 100):+.1%} to "
-                    f"{math.expm1(trend.high * 100):+.1%}), {trend.n} points",
+                    f"(95% CI {_exp(trend.low * 100) - 1:+.1%} to "
+                    f"{_exp(trend.high * 100) - 1:+.1%}), {trend.n} points",
             tag="loss", steps=(int(steps[low_i]), last_step),
             numbers={"slope_log": trend.slope, "low": trend.low, "high": trend.high},
         ))
