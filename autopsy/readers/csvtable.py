@@ -133,7 +133,8 @@ def rows(path: Path, table: Table, delimiter: str = ",") -> Iterator[list[str]]:
         except csv.Error:
             table.bad_rows += 1
             continue
-        yield row
+        if row:  # a blank line (Keras on Windows ends rows with \r\r\n) is no row
+            yield row
 
 
 def step_of(text: str) -> int | None:

@@ -65,9 +65,9 @@ _TF = re.compile(r"\bstep\s?=\s?(\d+)\b")
 _CAFFE_ITER = re.compile(r"\bIteration\s+(\d+)\b")
 _CAFFE_TEST = re.compile(r"Test net output #\d+:\s+(\w+)\s+=\s+" + _VALUE)
 _CAFFE_TRAIN = re.compile(r"Train net output #\d+:\s+(\w+)\s+=\s+" + _VALUE)
-_KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)(?:/(\d+))?\s*$")
+_KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)(?:\s*/\s*(\d+)|\s+out of\s+(\d+))?\s*$")
 _KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[[=>.]*\]|[━─]+|-\s)")
-_KERAS_PAIR = re.compile(r"\s-\s([A-Za-z_][\w/]*):\s" + _VALUE)
+_KERAS_PAIR = re.compile(r"\s-\s([A-Za-z_][\w/]*(?: [A-Za-z_][\w/]*)?):\s" + _VALUE)
 _BAR = re.compile(r"(\d+)%\|[^|]*\|\s*(\d+)/(\d+)\s*\[([^\]]*)\]")
 _BAR_EPOCH = re.compile(r"\bEpoch\s+(\d+)\b")
 #: Words one key must contain to be kept from a generic line.
@@ -246,7 +246,8 @@ def parse_keras_batches(text: str, ctx: LineContext) -> MetricLine | None:
     m = _KERAS_BAR.match(text)
     if m is None or ctx.keras_epoch is not None or " - " not in text:
         return None
-    pairs = [(k, _float(v)) for k, v in _KERAS_PAIR.findall(text) if k != "ETA"]
+    pairs = [(k.replace(" ", "_"), _float(v)) for k, v in _KERAS_PAIR.findall(text)
+             if k != "ETA"]
     return MetricLine("keras_batch", int(m.group(1)), pairs) if pairs else None
 
 
@@ -260,7 +261,7 @@ def parse_keras(text: str, ctx: LineContext) -> MetricLine | None:
             last = seg
     if last is None:
         return None
-    pairs = [(k, _float(v)) for k, v in _KERAS_PAIR.findall(last)
+    pairs = [(k.replace(" ", "_"), _float(v)) for k, v in _KERAS_PAIR.findall(last)
              if k not in ("ETA",)]
     if pairs:
         ctx.keras_values = pairs
@@ -277,7 +278,12 @@ def parse_bar(text: str, ctx: LineContext) -> MetricLine | None:
         return None
     postfix = found.group(4)
     n, total = int(found.group(2)), int(found.group(3))
-    pairs = _pairs(postfix, _EQ_PAIR)
+    pairs = []
+    for part in postfix.split(","):  # tqdm postfix: "k=v, k=v"; keys may hold spaces
+        key, eq, value = part.partition("=")
+        key = re.sub(r"\s*\([^)]*\)", "", key).strip()  # "loss (batch)" -> "loss"
+        if eq and key and key.lower() not in SKIPPED_KEYS and re.fullmatch(_NUM, value.strip()):
+            pairs.append((key, _float(value.strip())))
     explicit = re.search(r"\b(?:global_step|step)=(\d+(?:\.0)?)", postfix)
     if explicit:
         step = int(float(explicit.group(1)))

@@ -245,11 +245,31 @@ _CPU_OOM = re.compile(r"DefaultCPUAllocator: can't allocate memory: you tried to
                       r"(\d+) bytes")
 
 
+_TF_OOM = re.compile(r"OOM when allocating tensor(?: with shape\s*\[([\d,\s]*)\])?"
+                     r"(?:.*?on (/job:[^ ]*?device:([A-Z]+):(\d+)))?"
+                     r"|Allocator \((\w+)\) ran out of memory trying to allocate " + _SIZE)
+
+
 def oom_details(text: str) -> Details | None:
-    """Numbers of a CUDA or CPU out-of-memory message, in bytes; None if not one."""
+    """Numbers of a CUDA, CPU or TensorFlow out-of-memory message, in bytes; None if not
+    one."""
     m = _CPU_OOM.search(text)
     if m:
         return {"device": "cpu", "tried": int(m.group(1))}
+    m = _TF_OOM.search(text)
+    if m:
+        d: Details = {"framework": "tensorflow"}
+        if m.group(1):
+            d["shape"] = [int(x) for x in re.findall(r"\d+", m.group(1))]
+        if m.group(3):
+            d["device"] = m.group(3).lower().replace("gpu", "cuda")
+            d["gpu" if m.group(3) == "GPU" else "device_index"] = int(m.group(4))
+        if m.group(5):
+            d["allocator"] = m.group(5)
+            d["device"] = "cpu" if m.group(5).lower().startswith("cpu") else "cuda"
+            d["tried"] = to_bytes(m.group(6), m.group(7))
+        d.setdefault("device", "cuda")
+        return d
     if "out of memory" not in text:
         return None
     low = text.lower()
@@ -406,7 +426,7 @@ _RESUMED = re.compile(r"resumed (?:from )?epoch:? (\d+), iter:? (\d+)"
 
 _DS_RETURN = re.compile(r"exits with return code = (-?\d+)"
                         r"|Process finished with exit code (-?\d+)")
-_SEGFAULT = re.compile(r"Segmentation fault|SIGSEGV|Fatal Python error: Segmentation")
+_SEGFAULT = re.compile(r"(?i)segmentation fault|SIGSEGV")
 _LOGGED_EXC = re.compile(r"<class '((?:[A-Za-z_]\w*\.)*[A-Z]\w*)'>.*? - (.+)$")
 
 

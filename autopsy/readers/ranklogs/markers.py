@@ -44,7 +44,9 @@ EVENT_MARKERS: tuple[bytes, ...] = (
     b"esumed", b"esuming",
     # launchers and crashes: DeepSpeed's return codes, segfaults, logged exception classes,
     # the store-based barrier's waiting message
-    b"return code = ", b"with exit code ", b"Segmentation fault", b"SIGSEGV", b"<class '",
+    b"return code = ", b"with exit code ", b"egmentation fault", b"SIGSEGV", b"<class '",
+    # TensorFlow's allocator
+    b"OOM when allocating", b"ran out of memory",
     b"store based barrier",
 )
 

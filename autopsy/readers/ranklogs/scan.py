@@ -228,6 +228,8 @@ class _State:
     nan_seen: set[tuple[int | None, int]] = field(default_factory=set)
     top_step: dict[int | None, int] = field(default_factory=dict)
     contexts: dict[int | None, LineContext] = field(default_factory=dict)
+    last_points: dict[int | None, tuple[int, tuple[tuple[str, float], ...]]] = field(
+        default_factory=dict)
     #: (exception, message) of each rank's last traceback: its exception line, met again
     #: when the scan reaches it, is not a second (headerless) exception
     last_exception: dict[int | None, tuple[str, str]] = field(default_factory=dict)
@@ -579,6 +581,10 @@ def _add_metric_line(st: _State, got: MetricLine, rank: int | None, wall: float,
         step = got.step
     if step is None:
         return
+    key = (step, tuple(got.values))
+    if st.last_points.get(rank) == key and not any(v != v for _, v in got.values):
+        return  # the same line again (two log handlers): one point, not two
+    st.last_points[rank] = key
     st.last_step[rank] = step
     seg = st.segment_for(rank, step, not got.kind.endswith("_eval"))
     st.out.scalars.add_line(step, got.values, wall, rank, seg)
