@@ -21,6 +21,8 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
         "lm_loss", "lm loss", "loss/train", "train/loss_step", "train_loss_step", "loss_step",
         # detectron2 (metrics.json, log.txt); Ultralytics YOLO parts summed by its reader
         "total_loss", "train/loss_sum",
+        # MXNet's CrossEntropy metric, the training loss its Speedometer prints
+        "cross-entropy", "crossentropy", "cross_entropy",
     ),
     "eval_loss": (
         "eval_loss", "eval/loss", "val_loss", "val/loss", "validation_loss", "validation/loss",
@@ -75,7 +77,7 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
     "throughput": (
         "throughput", "train/throughput", "samples_per_second", "tokens_per_second",
         "train/tokens_per_second",
-        "tokens_per_sec", "samples/sec", "it/s", "wps",
+        "tokens_per_sec", "samples/sec", "it/s", "wps", "speed",
     ),
     "skipped_steps": (
         "skipped_steps", "number of skipped iterations", "skipped_iterations", "train/skipped",

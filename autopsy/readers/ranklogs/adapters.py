@@ -73,7 +73,8 @@ _BAR_EPOCH = re.compile(r"\bEpoch\s+(\d+)\b")
 #: Words one key must contain to be kept from a generic line.
 METRIC_WORDS = ("loss", "lr", "learning_rate", "learningrate", "grad", "norm", "scale", "time",
                 "acc", "ppl", "perplexity", "tps", "throughput", "mem", "mfu", "flops", "per_sec",
-                "/s", "samples", "tokens", "map", "top1", "top5", "f1", "bleu")
+                "/s", "samples", "tokens", "map", "top1", "top5", "f1", "bleu", "entropy", "nll",
+                "speed", "prec", "smoothl1")
 
 
 @dataclass
@@ -84,6 +85,9 @@ class LineContext:
     keras_values: list[tuple[str, float]] | None = None
     caffe_step: int | None = None
     bar_offset: int = 0
+    pos_epoch: int | None = None
+    pos_offset: int = 0
+    pos_top: int = 0
     bar_last: int = -1
     bar_total: int = 0
     train_step: int | None = None
@@ -301,7 +305,7 @@ def parse_bar(text: str, ctx: LineContext) -> MetricLine | None:
     return MetricLine("tqdm", step, pairs) if pairs else None
 
 
-_BRACKET_KEY = re.compile(r"\[([A-Za-z][\w ]*)\]")
+_BRACKET_KEY = re.compile(r"\[([A-Za-z][A-Za-z_ ]*)\]")
 #: Step markers of generic lines, most precise first (case-insensitive).
 _STEP_MARKERS = (
     re.compile(r"(?i)(?:^|[^\w])global[ _]?step\s*[:=#]?\s*(\d+)"),
@@ -370,8 +374,34 @@ def parse_json_line(text: str, ctx: LineContext) -> MetricLine | None:
     return MetricLine("json", step, pairs)
 
 
-_EPOCH_ITER = re.compile(r"(?i)\bepoch\s*[:=#]?\s*\[?\s*(\d+)\s*/\s*\d+\s*\]?.{0,40}?"
-                         r"\biter(?:ation)?\s*[:=#]?\s*\[?\s*(\d+)\s*/\s*(\d+)")
+#: ``[Epoch e/E][Iter i/n]``, ``Epoch: [e][i/n]`` (PyTorch's ImageNet example), ``[Epoch
+#: e][Batch b]`` (GluonCV): an epoch and a position within it.
+_EPOCH_ITER = (
+    re.compile(r"(?i)\bepoch\s*:?\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*(?:/\s*(\d+)\s*)?\]"),
+    re.compile(r"(?i)\bepoch\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?.{0,40}?"
+               r"\b(?:iter|iteration|batch|step)\b\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?"),
+)
+#: Words that make a key a loss (a line is kept only with one of them).
+LOSS_WORDS = ("loss", "entropy", "nll")
+
+
+def epoch_position(text: str) -> re.Match[str] | None:
+    """An epoch + position-in-epoch marker of a line, if it has one."""
+    return _EPOCH_ITER[0].search(text) or _EPOCH_ITER[1].search(text)
+
+
+def _epoch_position(m: re.Match[str], ctx: LineContext) -> int:
+    """The global step of an epoch + position match: ``e × n + i`` when the line gives
+    the epoch's length ``n``, else the positions of earlier epochs added up."""
+    e, i, n = int(m.group(1)), int(m.group(2)), m.group(3)
+    if n:
+        return e * int(n) + i
+    if ctx.pos_epoch is not None and e != ctx.pos_epoch:
+        ctx.pos_offset += ctx.pos_top + 1
+        ctx.pos_top = 0
+    ctx.pos_epoch = e
+    ctx.pos_top = max(ctx.pos_top, i)
+    return ctx.pos_offset + i
 
 
 def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
@@ -379,8 +409,8 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
     loss; keys in any case, ``[Loss] 2.3`` brackets allowed. Without a step marker, an
     ``Epoch N`` marker gives the step (the file then counts epochs)."""
     text = _BRACKET_KEY.sub(r"\1", text)
-    ei = _EPOCH_ITER.search(text)  # [Epoch e/E][Iter i/n]: i counts within the epoch
-    step = int(ei.group(1)) * int(ei.group(3)) + int(ei.group(2)) if ei else _generic_step(text)
+    ei = epoch_position(text)  # an iteration or batch counted within the epoch
+    step = _epoch_position(ei, ctx) if ei else _generic_step(text)
     if step is None:
         e = _EPOCH_MARKER.search(text)
         if e is not None:
@@ -403,7 +433,7 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
             taken.add(m.start(2))
             keys.add(low)
             uniq.append((key, _float(m.group(2))))
-    if not any("loss" in k.lower() for k, _ in uniq):
+    if not any(w in k.lower() for k, _ in uniq for w in LOSS_WORDS):
         return None
     return MetricLine("generic", step, uniq)
 

@@ -53,6 +53,7 @@ EVENT_MARKERS: tuple[bytes, ...] = (
 #: Literals of per-step metric lines (confirmed by the parsers in ``metrics``).
 METRIC_MARKERS: tuple[bytes, ...] = (
     b"loss", b"Loss", b"LOSS", b"step=", b"logging_steps",
+    b"ntropy",  # MXNet's CrossEntropy / cross-entropy metric
     b"Epoch ",  # a Keras ``Epoch 2/10`` line (it numbers the progress lines after it)
     b", lr = ",  # Caffe ``Iteration N, lr = X``
 )

@@ -152,13 +152,20 @@ def parse_metrics(text: str, ctx: LineContext | None = None) -> MetricLine | Non
         got = parse_fairseq(text)
         if got is not None:
             return got
-    if "loss" in text or "Loss" in text or "LOSS" in text:
-        got = parse_generic(text)
-        if got is not None:
-            return got
-        from autopsy.readers.ranklogs.adapters import parse_generic_pairs
+    from autopsy.readers.ranklogs.adapters import (
+        LOSS_WORDS,
+        epoch_position,
+        parse_generic_pairs,
+    )
 
-        return parse_generic_pairs(text, ctx if ctx is not None else LineContext())
+    low = text.lower()
+    if any(w in low for w in LOSS_WORDS):
+        ctx = ctx if ctx is not None else LineContext()
+        if epoch_position(text) is None:  # a step counted within the epoch: not generic's
+            got = parse_generic(text)
+            if got is not None:
+                return got
+        return parse_generic_pairs(text, ctx)
     return None
 
 
