@@ -56,6 +56,8 @@ METRIC_MARKERS: tuple[bytes, ...] = (
     b"ntropy",  # MXNet's CrossEntropy / cross-entropy metric
     b"Epoch ",  # a Keras ``Epoch 2/10`` line (it numbers the progress lines after it)
     b", lr = ",  # Caffe ``Iteration N, lr = X``
+    b"Testing net",  # Caffe ``Iteration N, Testing net (#0)``: the step of the outputs after
+    b"Epoch(val)", b"Iter(val)",  # mmengine evaluation lines (mAP, accuracy; no loss)
 )
 
 #: Markers that open a multi-line record, kept whole within one block.

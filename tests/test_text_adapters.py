@@ -1,0 +1,229 @@
+"""Metric lines of the frameworks people use, read from text logs.
+
+Each log here is in the exact shape its framework prints (the lines follow the frameworks'
+own format strings: mmengine's ``LogProcessor``, detectron2's ``CommonMetricPrinter``,
+torchtitan's and nanotron's loggers, DeepSpeed's pipeline engine, TF Estimator's
+``LoggingTensorHook``, Caffe's solver, Keras's ``Progbar``, tqdm, PyTorch's ImageNet example,
+GluonCV), and is read through the whole text-log reader, as ``autopsy analyze`` reads it.
+The public corpus (``sample_runs/public``) holds the same formats as published files.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import autopsy
+from autopsy.readers import ranklogs
+
+
+def _read(tmp_path: Path, text: str, name: str = "train.log") -> pd.DataFrame:
+    log = tmp_path / name
+    log.write_text(text, encoding="utf-8")
+    part = ranklogs.read(log, name)
+    assert part.scalars is not None
+    return part.scalars
+
+
+def _series(s: pd.DataFrame, tag: str) -> list[tuple[int, float]]:
+    rows = s[s["tag"] == tag]
+    return list(zip(rows["step"].astype(int), rows["value"], strict=True))
+
+
+def _same(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> bool:
+    return len(got) == len(want) and all(
+        g[0] == w[0] and (g[1] == pytest.approx(w[1]) or (math.isnan(g[1]) and math.isnan(w[1])))
+        for g, w in zip(got, want, strict=True))
+
+
+def test_mmengine_epoch_lines_give_global_iterations(tmp_path: Path) -> None:
+    text = (
+        "2023/03/01 12:00:00 - mmengine - INFO - Epoch(train)  [1][ 50/735]  lr: 2.0000e-04  "
+        "eta: 1:23:45  time: 0.5123  data_time: 0.0123  memory: 3456  grad_norm: 12.3000  "
+        "loss: 1.2345  loss_cls: 0.5000\n"
+        "2023/03/01 12:00:30 - mmengine - INFO - Epoch(train)  [2][ 50/735]  lr: 2.0000e-04  "
+        "eta: 1:22:45  time: 0.5100  data_time: 0.0120  memory: 3456  grad_norm: nan  "
+        "loss: nan  loss_cls: nan\n"
+        "2023/03/01 12:01:00 - mmengine - INFO - Epoch(val) [2][500/500]    coco/bbox_mAP: "
+        "0.1230  data_time: 0.0030  time: 0.0500\n"
+    )
+    s = _read(tmp_path, text)
+    assert _same(_series(s, "loss"), [(50, 1.2345), (785, math.nan)])
+    assert _same(_series(s, "grad_norm"), [(50, 12.3), (785, math.nan)])
+    assert _same(_series(s, "data_time"), [(50, 0.0123), (785, 0.012)])
+    assert _same(_series(s, "coco/bbox_map"), [(785, 0.123)])
+
+
+def test_mmcv_legacy_lines(tmp_path: Path) -> None:
+    text = (
+        "2021-01-01 12:00:00,000 - mmdet - INFO - Epoch [1][50/7330]\tlr: 1.990e-03, eta: "
+        "1 day, 0:55:52, time: 0.506, data_time: 0.051, memory: 3769, loss_rpn_cls: 0.5000, "
+        "loss: 1.7000, grad_norm: 5.3000\n"
+        "2021-01-01 12:01:00,000 - mmdet - INFO - Iter [100/90000]\tlr: 1.990e-03, eta: "
+        "1 day, 0:55:52, time: 0.506, data_time: 0.051, memory: 3769, loss: 1.6000\n"
+    )
+    s = _read(tmp_path, text)
+    assert _same(_series(s, "loss"), [(50, 1.7), (100, 1.6)])
+    assert _same(_series(s, "learning_rate"), [(50, 1.99e-3), (100, 1.99e-3)])
+
+
+def test_detectron2_lines(tmp_path: Path) -> None:
+    text = (
+        "[01/01 12:00:00 d2.utils.events]:  eta: 1:23:45  iter: 19  total_loss: 2.104  "
+        "loss_cls: 0.9  loss_box_reg: 0.4  time: 0.5000  data_time: 0.0100  lr: 0.00019981  "
+        "max_mem: 2345M\n"
+        "[01/01 12:00:10 d2.utils.events]:  eta: 1:23:35  iter: 39  total_loss: 1.9  "
+        "loss_cls: 0.8  loss_box_reg: 0.4  time: 0.5000  data_time: 0.0100  lr: 0.00039961  "
+        "max_mem: 2345M\n"
+    )
+    s = _read(tmp_path, text)
+    assert _same(_series(s, "loss"), [(19, 2.104), (39, 1.9)])
+    assert set(s[s["tag"] == "loss"]["raw_tag"].astype(str)) == {"total_loss"}
+
+
+def test_torchtitan_nanotron_deepspeed_pipeline(tmp_path: Path) -> None:
+    titan = _read(tmp_path, "[rank0]:2024-06-01 12:00:00,000 - root - INFO - step:  1  "
+                            "loss: 12.2345  memory: 20.12GiB(25.34%)  tps: 1,234  mfu: 1.23%\n"
+                            "[rank0]:2024-06-01 12:00:10,000 - root - INFO - step: 10  "
+                            "loss:  9.8765  memory: 20.12GiB(25.34%)  tps: 5,678  mfu: 5.67%\n",
+                  "titan.log")
+    assert _same(_series(titan, "loss"), [(1, 12.2345), (10, 9.8765)])
+    assert _same(_series(titan, "tps"), [(1, 1234.0), (10, 5678.0)])
+    assert titan["rank"].tolist() == [0] * len(titan)
+    nano = _read(tmp_path, "07/13/2023 12:00:00 [INFO|DP=0|PP=0|TP=0]: iteration: 100 / 1000 | "
+                           "consumed_tokens: 1.2M | elapsed_time_per_iteration_ms: 500 | "
+                           "tokens_per_sec: 8.2K | lm_loss: 2.3 | lr: 0.0003 | grad_norm: 1.2\n",
+                 "nano.log")
+    assert _same(_series(nano, "loss"), [(100, 2.3)])
+    assert _same(_series(nano, "grad_norm"), [(100, 1.2)])
+    pipe = _read(tmp_path, "steps: 100 loss: 2.3456 iter time (s): 0.512 samples/sec: 125.1\n",
+                 "pipe.log")
+    assert _same(_series(pipe, "loss"), [(100, 2.3456)])
+    assert _same(_series(pipe, "step_time"), [(100, 0.512)])
+
+
+def test_tf_and_caffe(tmp_path: Path) -> None:
+    tf = _read(tmp_path, "INFO:tensorflow:loss = 0.123, step = 3451 (0.512 sec)\n"
+                         "INFO:tensorflow:global_step/sec: 1.95\n"
+                         "INFO:tensorflow:loss = nan, step = 3551 (0.510 sec)\n", "tf.log")
+    assert _same(_series(tf, "loss"), [(3451, 0.123), (3551, math.nan)])
+    caffe = _read(tmp_path, (
+        "I0101 12:00:00.000 1234 solver.cpp:218] Iteration 100 (2.3 iter/s, 4.3s/100 iters), "
+        "loss = 0.123\n"
+        "I0101 12:00:00.000 1234 solver.cpp:237]     Train net output #0: loss = 0.123 "
+        "(* 1 = 0.123 loss)\n"
+        "I0101 12:00:00.000 1234 sgd_solver.cpp:105] Iteration 100, lr = 0.01\n"
+        "I0101 12:00:10.000 1234 solver.cpp:330] Iteration 500, Testing net (#0)\n"
+        "I0101 12:00:11.000 1234 solver.cpp:397]     Test net output #0: accuracy = 0.97\n"
+        "I0101 12:00:11.000 1234 solver.cpp:397]     Test net output #1: loss = 0.09 "
+        "(* 1 = 0.09 loss)\n"), "caffe.INFO.log")
+    assert _same(_series(caffe, "loss"), [(100, 0.123)])
+    assert _same(_series(caffe, "learning_rate"), [(100, 0.01)])
+    assert _same(_series(caffe, "eval_loss"), [(500, 0.09)])
+
+
+def test_keras_progress_and_tutorial_epoch_blocks(tmp_path: Path) -> None:
+    keras2 = _read(tmp_path, (
+        "Epoch 1/2\n"
+        "\r 32/100 [========>.....................] - ETA: 1s - loss: 0.9000 - acc: 0.5000"
+        "\r100/100 [==============================] - 2s 20ms/step - loss: 0.7000 - acc: 0.6000"
+        " - val_loss: 0.8000 - val_acc: 0.5500\n"
+        "Epoch 2/2\n"
+        "100/100 [==============================] - 2s 20ms/step - loss: nan - acc: 0.1000"
+        " - val_loss: nan - val_acc: 0.1000\n"), "keras.log")
+    assert _same(_series(keras2, "loss"), [(1, 0.7), (2, math.nan)])
+    assert _same(_series(keras2, "eval_loss"), [(1, 0.8), (2, math.nan)])
+    tutorial = _read(tmp_path, (
+        "Epoch 0/24\n----------\ntrain Loss: 0.5737 Acc: 0.6967\nval Loss: 0.2265 Acc: 0.9216\n\n"
+        "Epoch 1/24\n----------\ntrain Loss: 0.4000 Acc: 0.7000\nval Loss: 0.3000 Acc: 0.9000\n"),
+        "tutorial.log")
+    assert _same(_series(tutorial, "loss"), [(0, 0.5737), (1, 0.4)])
+    assert _same(_series(tutorial, "eval_loss"), [(0, 0.2265), (1, 0.3)])
+
+
+def test_tqdm_postfix_bars(tmp_path: Path) -> None:
+    text = ("Epoch 1/5:  10%|█         | 64/640 [00:10<01:30, 6.3img/s, loss (batch)=0.693]\r"
+            "Epoch 1/5:  20%|██        | 128/640 [00:20<01:20, 6.3img/s, loss (batch)=0.512]\n"
+            "Epoch 0:  45%|####5     | 450/1000 [01:23<01:41,  5.41it/s, loss=2.34, v_num=0]\n")
+    s = _read(tmp_path, text)
+    assert _same(_series(s, "loss"), [(1 * 640 + 128, 0.512), (450, 2.34)])
+
+
+def test_imagenet_example_gluoncv_and_generic_lines(tmp_path: Path) -> None:
+    text = (
+        "Epoch: [0][  10/5005]\tTime  1.234 ( 2.345)\tData  0.987 ( 1.234)\tLoss 6.9074e+00 "
+        "(6.9088e+00)\tAcc@1   0.00 (  0.10)\n"
+        "Epoch: [1][  10/5005]\tTime  0.234 ( 0.345)\tData  0.001 ( 0.234)\tLoss 5.9074e+00 "
+        "(5.9088e+00)\tAcc@1   5.00 (  4.10)\n")
+    s = _read(tmp_path, text)
+    assert _same(_series(s, "loss"), [(10, 6.9074), (5015, 5.9074)])
+    gluon = _read(tmp_path, (
+        "INFO:root:[Epoch 0][Batch 99], Speed: 120.500 samples/sec, CrossEntropy=1.830\n"
+        "INFO:root:[Epoch 1][Batch 99], Speed: 121.500 samples/sec, CrossEntropy=1.230\n"),
+        "gluon.log")
+    assert _same(_series(gluon, "loss"), [(99, 1.83), (199, 1.23)])
+    assert _same(_series(gluon, "throughput"), [(99, 120.5), (199, 121.5)])
+    generic = _read(tmp_path, ("Step 500, Total Loss 2.645, Time Elapsed 6.096 s\n"
+                               "2023-01-25 | [R0] | E6 iter[ 14/ 15] | [Loss] nan | [step] 104 |\n"
+                               "Training: Speed 2183.37 samples/sec   Loss nan   LearningRate "
+                               "0.001000   Epoch: 0   Global Step: 30\n"), "generic.log")
+    assert _same(_series(generic, "loss"), [(500, 2.645), (104, math.nan), (30, math.nan)])
+
+
+def test_json_object_lines(tmp_path: Path) -> None:
+    text = ('{"train_lr": 0.0005, "train_loss": 6.91, "test_loss": 6.80, "epoch": 0}\n'
+            '{"train_lr": 0.0005, "train_loss": 6.52, "test_loss": 6.61, "epoch": 1}\n'
+            '2021-03-01 10:00:00 | INFO | train_inner | {"epoch": 1, "update": 0.5, "loss": '
+            '"9.1", "ppl": "549", "num_updates": "100", "lr": "1.25e-05"}\n')
+    s = _read(tmp_path, text)
+    assert _same(_series(s, "loss"), [(0, 6.91), (1, 6.52), (100, 9.1)])
+    assert _same(_series(s, "eval_loss"), [(0, 6.80), (1, 6.61)])
+
+
+def test_a_line_logged_twice_is_one_point(tmp_path: Path) -> None:
+    line = "INFO:tensorflow:global step 435: loss = 0.0630 (0.408 sec/step)\n"
+    s = _read(tmp_path, line + line)
+    assert _same(_series(s, "loss"), [(435, 0.063)])
+
+
+@pytest.mark.parametrize("text,kind,detail", [
+    ("slurmstepd: error: *** JOB 123 ON n1 CANCELLED AT 2022-06-10T17:11:35 DUE TO TIME "
+     "LIMIT ***", "signal", ("why", "time limit")),
+    ("slurmstepd: error: Job 7518 exceeded memory limit (626359956 > 512000000), being killed",
+     "host_kill", ("limit", 512000000)),
+    ("[12345.6] Out of memory: Killed process 4321 (python) total-vm:1234kB", "host_kill",
+     ("pid", 4321)),
+    ("FloatingPointError: Loss became infinite or NaN at iteration=27!", "nan_loss",
+     ("step", 27)),
+    ("KeyError: 10", "traceback", ("exception", "KeyError")),
+    ("2021-07-02 10:24:30,810 - mmdet - INFO - resumed epoch 64, iter 156416", "restart",
+     ("epoch", 64)),
+    ("[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['python', '-u', "
+     "'main.py'] exits with return code = -9", "exit", ("exitcode", -9)),
+    ("zsh: segmentation fault  python train.py", "signal", ("signal", "SIGSEGV")),
+    ("06/26 18:54:31 [ERROR] trainer - <class 'RuntimeError'> at trainer.py:101 - CUDA error: "
+     "an illegal memory access was encountered", "traceback", ("exception", "RuntimeError")),
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
+     "tensor with shape[64,224,224,3] and type float on /job:localhost/replica:0/task:0/"
+     "device:GPU:0 by allocator GPU_0_bfc", "oom", ("device", "cuda")),
+])
+def test_launcher_scheduler_and_error_lines_are_events(tmp_path: Path, text: str, kind: str,
+                                                       detail: tuple[str, object]) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(text + "\n", encoding="utf-8")
+    events = autopsy.load_run(tmp_path).events
+    mine = events[events["kind"].astype(str) == kind]
+    assert len(mine) >= 1, events[["kind", "message"]].to_string()
+    key, value = detail
+    assert any(d.get(key) == value for d in mine["details"]), list(mine["details"])
+
+
+def test_a_traceback_is_one_exception_not_two(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>"
+                   "\n    main()\nKeyError: 10\n", encoding="utf-8")
+    events = autopsy.load_run(tmp_path).events
+    assert (events["kind"].astype(str) == "traceback").sum() == 1
