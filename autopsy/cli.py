@@ -514,23 +514,29 @@ def _emit(output: str | None, write: Callable[[Any], None]) -> None:
 @click.option("--tag", "tags", multiple=True, metavar="TAG",
               help="Keep only this tag (canonical like 'loss' or raw like 'train/loss'). "
                    "Repeatable.")
+@click.option("--source", "sources", multiple=True, metavar="GLOB",
+              help="Keep only points of the sources (paths relative to the run) matching "
+                   "this glob, e.g. 'runs/*' or '*.log'. Repeatable.")
 @click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default=None,
               help="Output format (default: csv, or from the -o extension).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write to this file instead of stdout (required for parquet).")
 @library_errors
-def timeline(run_dir: Path, tags: tuple[str, ...], fmt: str | None,
+def timeline(run_dir: Path, tags: tuple[str, ...], sources: tuple[str, ...], fmt: str | None,
              output: str | None) -> None:
     """Export every scalar point of a run as one long table.
 
     Columns, exactly: step, tag, raw_tag, value, wall_time, rank, segment,
     source. Every point is kept (never sampled); NaN and Inf values are kept
-    (CSV: nan/inf/-inf; JSON: "NaN"/"Infinity"/"-Infinity").
+    (CSV: nan/inf/-inf; JSON: "NaN"/"Infinity"/"-Infinity"). A point that several
+    files hold (the HF Trainer writes each log entry to TensorBoard, to
+    trainer_state.json and to its stdout) is written once, from TensorBoard first.
 
     \b
     Example:
         autopsy timeline sample_runs/nan_after_grad_spike --tag loss --tag grad_norm
         autopsy timeline runs/exp7 -o exp7.parquet
+        autopsy timeline runs/exp7 --source 'lightning_logs/*' --tag loss
     """
     from autopsy.api import load_run
     from autopsy.report import timeline as export
@@ -546,6 +552,10 @@ def timeline(run_dir: Path, tags: tuple[str, ...], fmt: str | None,
     frame = export.select_tags(run.scalars, tags)
     if frame.empty:
         _fail(f"no scalars match --tag {', '.join(tags)}; tags present: {', '.join(run.tags)}")
+    frame = export.select_sources(frame, sources)
+    if frame.empty:
+        present = sorted(set(run.scalars["source"].astype(str)))
+        _fail(f"no scalars match --source {', '.join(sources)}; sources: {', '.join(present)}")
     frame = frame.sort_values(["source", "segment", "step"], kind="stable")
     if fmt == "parquet":
         try:

@@ -52,6 +52,17 @@ INSIDE_LABEL = "label.json"
 NORMAL_EXIT_CODES = (0, 1, 3)
 #: The real-world corpus folder (``sample_runs/public``): cases split into dev and test.
 PUBLIC = "public"
+#: Test-half cases whose files were looked at while readers were written (2026-11-25: a
+#: script meant to list dev cases hashed the wrong string). They are scored apart, never in
+#: the test-half figure; see docs/accuracy.md.
+SEEN_TEST_CASES = frozenset({
+    "avod_noisy_loss_spikes_early_recovers_issue_28",
+    "coqui_stt_slurm_exceeded_memory_limit_killed_issue_2238",
+    "keras_maskrcnn_total_loss_nan_components_finite_issue_1162",
+    "keras_sequential_loss_jumps_to_26_epoch_10_issue_21",
+    "lion_hvae_loss_5e7_then_nan_step_104_issue_9",
+    "mapping_challenge_resume_missing_keys_dataparallel_issue_192",
+})
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -154,9 +165,13 @@ def find_cases(corpus: Path) -> list[Case]:
 
 
 def split_of(name: str) -> str:
-    """``test`` when the first hex digit of sha256(folder name) is even, else ``dev``."""
-    digit = hashlib.sha256(Path(name).name.encode("utf-8")).hexdigest()[0]
-    return "test" if int(digit, 16) % 2 == 0 else "dev"
+    """``test`` when the first hex digit of sha256(folder name) is even, else ``dev``;
+    ``seen`` for a test case in :data:`SEEN_TEST_CASES`."""
+    base = Path(name).name
+    digit = hashlib.sha256(base.encode("utf-8")).hexdigest()[0]
+    if int(digit, 16) % 2:
+        return "dev"
+    return "seen" if base in SEEN_TEST_CASES else "test"
 
 
 def analyze(case: Case, timeout: float) -> Outcome:
@@ -371,8 +386,8 @@ def render_public(outcomes: list[Outcome], k: int, command: str, seconds: float,
                   *group_table(mine, k, "format"), "",
                   f"### {half.capitalize()} half: confusion (label family × verdict family)",
                   "", *confusion_table(mine), ""]
-        if half == "dev":
-            lines += ["### Dev half: per case", "", *case_table(mine, k), ""]
+        if half in ("dev", "seen"):
+            lines += [f"### {half.capitalize()} half: per case", "", *case_table(mine, k), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -426,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="tolerance of the step score, in logging intervals (%(default)s)")
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="seconds per case before it counts as a miss (%(default)s)")
-    parser.add_argument("--split", choices=("dev", "test", "all"), default="dev",
+    parser.add_argument("--split", choices=("dev", "test", "seen", "all"), default="dev",
                         help="the public corpus's half to score (%(default)s); improve rules "
                              "on dev only")
     parser.add_argument("--jobs", type=int, default=2,
@@ -442,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     public = ns.corpus.resolve().name == PUBLIC
     if public and ns.split != "all":
         cases = [c for c in cases if split_of(c.name) == ns.split]
+    elif public:
+        cases = [c for c in cases if split_of(c.name) in ("dev", "test", "seen")]
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, ns.jobs)) as pool:  # each case: a subprocess
         outcomes = list(pool.map(lambda c: analyze(c, ns.timeout), cases))
@@ -458,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
         + (f" --split {ns.split}" if public else "")
     )
     if public:
-        halves = ("test", "dev") if ns.split == "all" else (ns.split,)
+        halves = ("test", "dev", "seen") if ns.split == "all" else (ns.split,)
         report = render_public(outcomes, ns.step_tolerance, command, seconds, halves)
     else:
         report = render(outcomes, ns.step_tolerance, command, seconds) + dropped_note(ns.corpus)

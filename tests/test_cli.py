@@ -77,7 +77,9 @@ def test_timeline_csv_has_exact_columns_and_keeps_nan(tb_run: Path) -> None:
     assert result.exit_code == 0
     assert result.output.splitlines()[0] == ",".join(TIMELINE_COLUMNS)
     df = pd.read_csv(io.StringIO(result.output))
-    assert len(df) == 48
+    # 40 TensorBoard points + 8 trainer_state points, of which 3 repeat TensorBoard's (loss
+    # and learning_rate at step 5, learning_rate at step 10) and are written once
+    assert len(df) == 45
     state = df[df["source"] == "trainer_state.json"]
     assert state["value"].isna().sum() == 1
     assert (state["value"] == float("inf")).sum() == 1
@@ -86,7 +88,7 @@ def test_timeline_csv_has_exact_columns_and_keeps_nan(tb_run: Path) -> None:
 def test_timeline_tag_filter_accepts_canonical_and_raw(tb_run: Path) -> None:
     canon = pd.read_csv(io.StringIO(invoke("timeline", str(tb_run), "--tag", "loss").output))
     raw = pd.read_csv(io.StringIO(invoke("timeline", str(tb_run), "--tag", "train/loss").output))
-    assert set(canon["tag"]) == {"loss"} and len(canon) == 22
+    assert set(canon["tag"]) == {"loss"} and len(canon) == 21  # step 5's is in both files
     assert set(raw["raw_tag"]) == {"train/loss"} and len(raw) == 20
     bad = CliRunner().invoke(cli, ["timeline", str(tb_run), "--tag", "nope"])
     assert bad.exit_code == 2
@@ -104,7 +106,7 @@ def test_timeline_parquet_round_trips(tb_run: Path, tmp_path: Path) -> None:
     assert invoke("timeline", str(tb_run), "-o", str(out)).exit_code == 0
     df = pd.read_parquet(out)
     assert list(df.columns) == list(TIMELINE_COLUMNS)
-    assert len(df) == 48
+    assert len(df) == 45  # as the CSV: 3 points are in both files
 
 
 def test_cli_does_not_write_into_the_run(tb_run: Path, snapshot) -> None:
@@ -233,3 +235,13 @@ def test_a_bad_peak_flops_is_a_usage_error() -> None:
 
     res = CliRunner().invoke(cli, ["analyze", ".", "--peak-flops", "lots"])
     assert res.exit_code == 2 and "989T" in res.output
+
+
+def test_timeline_source_filter(tb_run: Path) -> None:
+    state = pd.read_csv(io.StringIO(invoke("timeline", str(tb_run), "--source",
+                                           "trainer_state.json").output))
+    assert set(state["source"]) == {"trainer_state.json"} and len(state) == 5
+    tb = pd.read_csv(io.StringIO(invoke("timeline", str(tb_run), "--source", "runs/*").output))
+    assert set(tb["source"].map(lambda s: s.split("/")[0])) == {"runs"} and len(tb) == 40
+    bad = CliRunner().invoke(cli, ["timeline", str(tb_run), "--source", "nope*"])
+    assert bad.exit_code == 2 and "sources:" in bad.output

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import autopsy
-from autopsy.readers import ranklogs
+from autopsy.readers import ranklogs, trainer_state
 from autopsy.readers.ranklogs.layout import inline_rank, path_info, split_prefix
 
 TB = [
@@ -145,9 +145,10 @@ def test_restart_inside_one_log_is_a_new_segment(tmp_path: Path) -> None:
 def test_healthy_hf_trainer_train_log_is_read() -> None:
     root = Path(__file__).resolve().parent.parent / "sample_runs" / "healthy_hf_trainer"
     run = autopsy.load_run(root)
-    s = run.scalars[run.scalars["source"] == "train.log"]
+    # the run keeps each point once (TensorBoard's copy); the log's own points are the reader's
+    s = ranklogs.read(root / "train.log", "train.log").scalars
     assert {"loss", "grad_norm", "learning_rate", "eval_loss"} <= set(s["tag"].astype(str))
-    state = run.scalars[run.scalars["source"] == "trainer_state.json"]
+    state = trainer_state.read(root / "trainer_state.json", "trainer_state.json").scalars
     log_loss = s[s["tag"] == "loss"].set_index("step")["value"]
     st_loss = state[state["tag"] == "loss"].set_index("step")["value"]
     assert log_loss.index.tolist() == st_loss.index.tolist()  # steps from the tqdm bar

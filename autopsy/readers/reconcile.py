@@ -52,3 +52,56 @@ def align_segments(scalars: pd.DataFrame, follower_sources: Iterable[str],
     out = scalars.copy()
     out.loc[latest.index.to_numpy(), "segment"] = latest.to_numpy()
     return out
+
+
+#: Readers whose points win when several sources hold the same point, best first:
+#: TensorBoard keeps wall times, ``trainer_state.json`` full precision, tables and JSON
+#: lines come next, and numbers printed in text logs (rounded) last.
+SOURCE_PRIORITY: tuple[str, ...] = (
+    "tensorboard", "trainer_state", "log_history", "lightning_csv", "epoch_csv",
+    "ultralytics_csv", "jsonl_metrics", "ranklogs",
+)
+#: Two values are the same point when they differ by at most this fraction of the larger
+#: (a text log prints 4 to 6 significant digits; TensorBoard keeps float32).
+MERGE_RTOL = 5e-4
+
+
+def merge_duplicates(scalars: pd.DataFrame, reader_of: dict[str, str]) -> pd.DataFrame:
+    """Keep one point where several readers' files logged the same one.
+
+    Points of different readers with the same canonical tag, step, rank and segment and
+    the same value (within :data:`MERGE_RTOL`; NaN equal to NaN, same-signed infinities
+    equal) are one point: the row of the source whose reader comes first in
+    :data:`SOURCE_PRIORITY` is kept. Points whose values differ are all kept (they are
+    different runs or attempts). Returns ``scalars`` itself when nothing is merged.
+    """
+    if scalars.empty or scalars["source"].nunique() < 2:
+        return scalars
+    order = {name: i for i, name in enumerate(SOURCE_PRIORITY)}
+    src = scalars["source"].astype(str)
+    prio = src.map(lambda s: order.get(reader_of.get(s, ""), len(order))).to_numpy()
+    frame = pd.DataFrame({
+        "tag": scalars["tag"].astype(str).to_numpy(), "step": scalars["step"].to_numpy(),
+        "rank": scalars["rank"].fillna(-1).astype("int64").to_numpy(),
+        "segment": scalars["segment"].to_numpy(), "value": scalars["value"].to_numpy(),
+        "prio": prio, "reader": src.map(lambda s: reader_of.get(s, s)).to_numpy(),
+        "pos": np.arange(len(scalars)),
+    })
+    keys = ["tag", "step", "rank", "segment"]
+    dup = frame.duplicated(keys, keep=False)
+    if not dup.any():
+        return scalars
+    cand = frame.loc[dup].sort_values([*keys, "prio", "pos"], kind="stable")
+    first = cand.groupby(keys, sort=False).transform("first")
+    a, b = cand["value"].to_numpy(), first["value"].to_numpy()
+    with np.errstate(invalid="ignore"):
+        same = (np.abs(a - b) <= MERGE_RTOL * np.maximum(np.abs(a), np.abs(b))) | (
+            np.isnan(a) & np.isnan(b)) | (a == b)
+    # one reader's files are separate observations (two ranks' logs, two runs' tables):
+    # only a point another reader also holds is merged
+    drop = same & (cand["reader"].to_numpy() != first["reader"].to_numpy())
+    if not drop.any():
+        return scalars
+    keep = np.ones(len(scalars), dtype=bool)
+    keep[cand["pos"].to_numpy()[drop]] = False
+    return scalars.loc[keep].reset_index(drop=True)

@@ -29,6 +29,17 @@ def select_tags(scalars: pd.DataFrame, tags: Sequence[str]) -> pd.DataFrame:
     return scalars.loc[mask]
 
 
+def select_sources(scalars: pd.DataFrame, globs: Sequence[str]) -> pd.DataFrame:
+    """Keep the rows whose ``source`` matches one of the glob patterns (all if none)."""
+    if not globs:
+        return scalars
+    from fnmatch import fnmatchcase
+
+    names = scalars["source"].astype(str)
+    wanted = {n for n in names.unique() if any(fnmatchcase(n, g) for g in globs)}
+    return scalars.loc[names.isin(wanted)]
+
+
 def _float_text(x: float) -> str:
     x = float(x)
     return repr(x)  # shortest round-trip form; non-finite values give nan, inf, -inf

@@ -403,7 +403,7 @@ def _events_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) ->
                  {**base, **details}, rest)
             st.last_exception[rank] = (details["exception"], details["exc_message"][:200])
         else:
-            bare = ev.bare_exception(rest)
+            bare = None if found else ev.bare_exception(rest)  # an OOM line is an oom
             if bare is not None and st.last_exception.pop(rank, None) != (
                     bare["exception"], bare["exc_message"][:200]):
                 _add(st, rank, wall, EventKind.TRACEBACK, rest.strip(), line,
