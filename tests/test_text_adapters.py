@@ -227,3 +227,47 @@ def test_a_traceback_is_one_exception_not_two(tmp_path: Path) -> None:
                    "\n    main()\nKeyError: 10\n", encoding="utf-8")
     events = autopsy.load_run(tmp_path).events
     assert (events["kind"].astype(str) == "traceback").sum() == 1
+
+
+def test_fairseq_py_progress_lines_and_valid_lines(tmp_path: Path) -> None:
+    s = _read(tmp_path, (
+        "| epoch 001:   1000 / 3925 loss=9.12, wps=12000, wpb=3000, bsz=100, lr=0.25, "
+        "clip=100%, gnorm=1.2\n"
+        "| epoch 002:    100 / 3925 loss=8.12, wps=12000, wpb=3000, bsz=100, lr=0.25, "
+        "clip=100%, gnorm=inf\n"
+        "| epoch 002 | valid on 'valid' subset | loss 4.5 | nll_loss 4.1 | ppl 22 | "
+        "num_updates 7850\n"))
+    assert _same(_series(s, "loss"), [(1000, 9.12), (4025, 8.12)])
+    assert _same(_series(s, "grad_norm"), [(1000, 1.2), (4025, math.inf)])
+    assert _same(_series(s, "eval_loss"), [(7850, 4.5)])
+
+
+def test_a_pasted_pretty_log_history(tmp_path: Path) -> None:
+    s = _read(tmp_path, (
+        "my trainer.state.log_history:\n"
+        "    {\n      \"epoch\": 0.5,\n      \"eval_loss\": NaN,\n      \"eval_runtime\": 12.3,\n"
+        "      \"step\": 500\n    },\n"
+        "    {\n      \"epoch\": 0.52,\n      \"grad_norm\": 1.25,\n      \"learning_rate\": "
+        "4.9e-05,\n      \"loss\": 1.2345,\n      \"step\": 520\n    },\n"))
+    assert _same(_series(s, "eval_loss"), [(500, math.nan)])
+    assert _same(_series(s, "loss"), [(520, 1.2345)])
+    assert _same(_series(s, "grad_norm"), [(520, 1.25)])
+
+
+def test_phase_counter_lines(tmp_path: Path) -> None:
+    s = _read(tmp_path, ("Train 0, loss: 2.689309, train acc: 0.450777\n"
+                         "Test 0, loss: 2.500000, test acc: 0.500000\n"
+                         "Train 1, loss: 2.184874, train acc: 0.647465\n"))
+    assert _same(_series(s, "loss"), [(0, 2.689309), (1, 2.184874)])
+    assert _same(_series(s, "eval_loss"), [(0, 2.5)])
+
+
+def test_cuda_device_side_assert_lines_are_events(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(
+        "/pytorch/aten/src/THCUNN/SpatialClassNLLCriterion.cu:106: cunn_SpatialClassNLLCriterion"
+        "_updateOutput_kernel: block: [0,0,0], thread: [0,0,0] Assertion `t >= 0 && t < "
+        "n_classes` failed.\n", encoding="utf-8")
+    events = autopsy.load_run(tmp_path).events
+    assert events["kind"].astype(str).tolist() == ["traceback"]
+    assert events["details"].iloc[0]["exception"] == "CUDA error"

@@ -91,6 +91,11 @@ class LineContext:
     bar_last: int = -1
     bar_total: int = 0
     train_step: int | None = None
+    #: key/value lines of a pretty-printed JSON object seen so far, and the last line's number
+    json_pending: list[tuple[str, float]] | None = None
+    json_line: int = -10
+    #: the number of the line being parsed (set by the scanner)
+    line: int = 0
 
 
 def _float(text: str) -> float:
@@ -320,6 +325,11 @@ _WORDS_LOSS = re.compile(r"(?<![\w])((?:(?i:total|train|training|val|valid|valid
                          + _VALUE + r"(?=[\s,;`|)\]]|$)")
 
 
+#: A line that starts with its phase and a counter: ``Train 3, loss: ...``, ``Test 3: ...``.
+_PHASE_STEP = re.compile(r"(?i)^\W*(train(?:ing)?|test(?:ing)?|val(?:id(?:ation)?)?|"
+                         r"eval(?:uation)?)\s*[:#]?\s*(?:epoch\s*)?(\d+)\b")
+
+
 def _generic_step(text: str) -> int | None:
     for marker in _STEP_MARKERS:
         m = marker.search(text)
@@ -376,6 +386,34 @@ def parse_json_line(text: str, ctx: LineContext) -> MetricLine | None:
 
 #: ``[Epoch e/E][Iter i/n]``, ``Epoch: [e][i/n]`` (PyTorch's ImageNet example), ``[Epoch
 #: e][Batch b]`` (GluonCV): an epoch and a position within it.
+_JSON_KEY_LINE = re.compile(r'^\s*"([\w/.@ -]+)":\s*(' + _NUM + r'|NaN|Infinity|-Infinity|null'
+                            r'|"[^"]*")\s*,?\s*$')
+
+
+def parse_json_key_line(text: str, ctx: LineContext) -> MetricLine | None:
+    """One ``"key": value,`` line of a pretty-printed JSON object (a ``log_history``
+    pasted from ``trainer_state.json``): kept until the entry's ``"step": N`` line, which
+    gives the step of all of them. Lines must follow each other (a gap starts anew)."""
+    m = _JSON_KEY_LINE.match(text)
+    if m is None:
+        return None
+    if ctx.json_pending is None or ctx.line != ctx.json_line + 1:
+        ctx.json_pending = []
+    ctx.json_line = ctx.line
+    key, raw = m.group(1), m.group(2)
+    if key == "step":
+        pending, ctx.json_pending = ctx.json_pending, None
+        v = _float(raw)
+        if not (math.isfinite(v) and pending and any(
+                "loss" in k or k.startswith("eval_") for k, _ in pending)):
+            return None
+        kind = "json_eval" if any(k.startswith("eval_") for k, _ in pending) else "json"
+        return MetricLine(kind, int(v), pending)
+    if not raw.startswith(('"', "null")):
+        ctx.json_pending.append((key, _float(raw.replace("Infinity", "inf"))))
+    return None
+
+
 _EPOCH_ITER = (
     re.compile(r"(?i)\bepoch\s*:?\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*(?:/\s*(\d+)\s*)?\]"),
     re.compile(r"(?i)\bepoch\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?.{0,40}?"
@@ -409,6 +447,7 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
     loss; keys in any case, ``[Loss] 2.3`` brackets allowed. Without a step marker, an
     ``Epoch N`` marker gives the step (the file then counts epochs)."""
     text = _BRACKET_KEY.sub(r"\1", text)
+    evaluation = False
     ei = epoch_position(text)  # an iteration or batch counted within the epoch
     step = _epoch_position(ei, ctx) if ei else _generic_step(text)
     if step is None:
@@ -418,7 +457,12 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
         elif ctx.keras_epoch is not None:  # "Epoch 3/25" on its own line, then
             step = ctx.keras_epoch         # "train Loss: 0.57 Acc: 0.69" (PyTorch tutorial)
         else:
-            return None
+            phase = _PHASE_STEP.match(text)  # "Train 3, loss: ...", "Test 3, loss: ..."
+            if phase is None:
+                return None
+            step = int(phase.group(2))
+            if phase.group(1).lower().startswith(("test", "val", "eval")):
+                evaluation = True
     text = _THOUSANDS.sub("", text)
     uniq: list[tuple[str, float]] = []
     taken: set[int] = set()  # start offsets of values already used
@@ -435,6 +479,10 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
             uniq.append((key, _float(m.group(2))))
     if not any(w in k.lower() for k, _ in uniq for w in LOSS_WORDS):
         return None
+    if evaluation:
+        uniq = [(k if k.lower().startswith(("val", "test", "eval")) else f"val_{k}", v)
+                for k, v in uniq]
+        return MetricLine("generic_eval", step, uniq)
     return MetricLine("generic", step, uniq)
 
 
@@ -446,6 +494,8 @@ ADAPTERS = (parse_json_line, parse_mmengine, parse_detectron2, parse_torchtitan,
 
 def parse_line(text: str, ctx: LineContext) -> MetricLine | None:
     """Try the framework adapters on one line (after the built-in parsers failed)."""
+    if text.lstrip().startswith('"'):
+        return parse_json_key_line(text, ctx)
     if "Epoch" in text:
         got = keras_epoch(text, ctx)
         if got is not None or _KERAS_EPOCH.match(text):

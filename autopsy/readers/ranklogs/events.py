@@ -427,6 +427,8 @@ _RESUMED = re.compile(r"resumed (?:from )?epoch:? (\d+), iter:? (\d+)"
 _DS_RETURN = re.compile(r"exits with return code = (-?\d+)"
                         r"|Process finished with exit code (-?\d+)")
 _SEGFAULT = re.compile(r"(?i)segmentation fault|SIGSEGV")
+_CUDA_FAIL = re.compile(r"device-side assert triggered|Assertion `[^`]*` failed|"
+                        r"(?<![\w:] )CUDA error: ")
 _LOGGED_EXC = re.compile(r"<class '((?:[A-Za-z_]\w*\.)*[A-Z]\w*)'>.*? - (.+)$")
 
 
@@ -444,6 +446,11 @@ def scheduler_events(text: str) -> list[tuple[EventKind, Details]]:
             out.append((EventKind.HOST_KILL, {"exitcode": code, "why": f"exit code {code}"}))
     if _SEGFAULT.search(text) and "received by PID" not in text:
         out.append((EventKind.SIGNAL, {"signal": "SIGSEGV", "why": "segmentation fault"}))
+    if _CUDA_FAIL.search(text) and _BARE_EXC.match(text.rstrip()) is None \
+            and "<class '" not in text:
+        out.append((EventKind.TRACEBACK, {"exception": "CUDA error",
+                                          "exc_message": text.strip()[:2000],
+                                          "headerless": True}))
     m = _LOGGED_EXC.search(text)
     if m:
         out.append((EventKind.TRACEBACK, {"exception": m.group(1),

@@ -48,12 +48,15 @@ EVENT_MARKERS: tuple[bytes, ...] = (
     # TensorFlow's allocator
     b"OOM when allocating", b"ran out of memory",
     b"store based barrier",
+    # the device failing: device-side asserts (a label id out of range), CUDA errors
+    b"device-side assert", b"Assertion `", b"CUDA error",
 )
 
 #: Literals of per-step metric lines (confirmed by the parsers in ``metrics``).
 METRIC_MARKERS: tuple[bytes, ...] = (
     b"loss", b"Loss", b"LOSS", b"step=", b"logging_steps",
     b"ntropy",  # MXNet's CrossEntropy / cross-entropy metric
+    b'": ',  # a pretty-printed JSON object's "key": value lines (a pasted log_history)
     b"Epoch ",  # a Keras ``Epoch 2/10`` line (it numbers the progress lines after it)
     b", lr = ",  # Caffe ``Iteration N, lr = X``
     b"Testing net",  # Caffe ``Iteration N, Testing net (#0)``: the step of the outputs after

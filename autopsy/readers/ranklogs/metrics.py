@@ -29,6 +29,7 @@ _MEGA_PAIR = re.compile(r"\|\s*([A-Za-z][\w ()/.-]*?):\s*(" + _NUM + r")\s*(?=\|
 _DS_STEP = re.compile(r"\bstep=(\d+), skipped=(\d+)(?:, lr=\[([^\]]*)\])?")
 _FAIRSEQ_PIPE = re.compile(r"\|\s*(\w+)\s+(" + _NUM + r")(?=\s*\||\s*$)")
 _FAIRSEQ_EQ = re.compile(r"\b(\w+)=(" + _NUM + r")(?=,|\s|$)")
+_FAIRSEQ_POS = re.compile(r"\bepoch\s+(\d+):\s+(\d+)\s*/\s*(\d+)\b")
 _GEN_STEP = re.compile(r"\b(?:[Ss]tep|[Ii]ter(?:ation)?|global_step)(?:\s*[:=#]|\s)\s*(\d+)")
 _GEN_PAIR = re.compile(
     r"\b(loss|lr|learning_rate|grad_norm|gnorm|loss_scale|ppl|data_time|compute_time|step_time"
@@ -112,6 +113,13 @@ def parse_fairseq(text: str) -> MetricLine | None:
     step = next((int(_float(v)) for k, v in values if k == "num_updates"
                  and math.isfinite(v)), None)
     values = [(k, v) for k, v in values if k != "num_updates"]
+    if step is None:  # fairseq-py 0.x: "| epoch 001:   1000 / 3925 loss=..." (no num_updates)
+        m = _FAIRSEQ_POS.search(text)
+        if m:
+            step = (int(m.group(1)) - 1) * int(m.group(3)) + int(m.group(2))
+    if "valid on" in text:
+        values = [(k if k.startswith("valid") else f"valid_{k}", v) for k, v in values]
+        return MetricLine("fairseq_eval", step, values)
     return MetricLine("fairseq", step, values)
 
 

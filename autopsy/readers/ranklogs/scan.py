@@ -557,6 +557,7 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
     ctx = st.contexts.get(rank)
     if ctx is None:
         ctx = st.contexts[rank] = LineContext()
+    ctx.line = line
     got = parse_metrics(pre.rest, ctx)
     if got is None or not got.values:
         return

@@ -1,0 +1,265 @@
+"""Line shapes: metric lines that repeat one shape are read a block at a time.
+
+A metric-dense log prints the same line millions of times with other numbers in it
+(``step 10 loss 2.3 lr 1e-4``, Megatron's ``iteration N/M | ...``, mmengine's
+``Epoch(train) [e][i/n] ...``). Parsing each with the adapters costs tens of
+microseconds. Instead, the first lines of a shape are parsed as usual and, from them, a
+:class:`Shape` is learned: the line as a regular expression whose number tokens are
+capture groups, and which group gives the step, each value, the rank and the wall time.
+A shape is trusted only after :data:`CONFIRM_LINES` lines of it parsed the usual way gave
+exactly what it predicts; from then on, each 4 MiB block is searched by the shape's
+expression in one pass (``re.finditer`` over the block) and its numbers are converted by
+numpy, column by column.
+
+Only lines whose parse needs nothing from the lines before them are learned (not HF
+Trainer dicts, Keras epochs, tqdm bars without a step, Caffe test outputs, mmengine
+evaluation lines), only ASCII lines without a carriage return or an event marker, and
+only lines whose values are all finite (a ``nan`` in a later line of the shape is read
+as NaN all the same). What a shape gives is identical to the usual parse (tested in
+``tests/test_ranklogs_shapes.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from autopsy.readers.ranklogs.markers import EVENT_RE
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from autopsy.readers.ranklogs.metrics import MetricLine
+
+#: Kinds whose parse of a line depends on that line alone.
+STATELESS_KINDS = frozenset({"megatron", "deepspeed", "fairseq", "generic", "detectron2",
+                             "torchtitan", "nanotron", "deepspeed_pipe", "tf", "json",
+                             "mmengine", "keras_batch"})
+#: Lines of a shape parsed the usual way, all agreeing with it, before it is trusted.
+CONFIRM_LINES = 3
+#: Longer lines are never learned (a shape's expression stays small).
+MAX_LINE = 2048
+#: Shapes learned per file at most (a log of ever-new shapes stops learning).
+MAX_SHAPES = 64
+#: Shapes tried per file before learning gives up (too many that never confirm).
+MAX_TRIES = 512
+
+_TOKEN = re.compile(rb"(?<![\d.])(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?![\d.])")
+_NUMBER = (rb"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|NAN|[-+]?(?:inf|Inf|INF)"
+           rb"|[-+]?Infinity)")
+_DIGITS = b"0123456789"
+_ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
+
+
+@dataclass
+class Shape:
+    """One learned line shape (see the module docstring)."""
+
+    regex: re.Pattern[bytes]
+    kind: str
+    tags: tuple[str, ...]
+    value_cols: list[set[int]]
+    step: set[tuple[int, ...]]
+    rank: set[int] | None
+    wall: tuple[int, ...] | None
+    seen: int = 1
+    dead: bool = False
+
+    columns: list[int] = field(default_factory=list)
+
+    def resolve(self) -> bool:
+        """Trust the shape if enough lines agreed and each role has one column.
+
+        Values whose candidate columns are the same set (two counters both 0 on every
+        line so far) take those columns in order, as the adapters read pairs in the order
+        of the line; a rank takes the first of its candidates (the launcher prefix comes
+        first); the step must have one candidate.
+        """
+        if self.dead or self.seen < CONFIRM_LINES or len(self.step) != 1:
+            return False
+        groups: dict[frozenset[int], list[int]] = {}
+        for i, cand in enumerate(self.value_cols):
+            groups.setdefault(frozenset(cand), []).append(i)
+        columns = [0] * len(self.value_cols)
+        for cand, members in groups.items():
+            if len(cand) != len(members):
+                return False
+            for i, col in zip(members, sorted(cand), strict=True):
+                columns[i] = col
+        self.columns = columns
+        return True
+
+    @property
+    def train(self) -> bool:
+        """Whether its lines are training steps (restarts are judged on them)."""
+        return not self.kind.endswith("_eval")
+
+
+@dataclass
+class Shapes:
+    """The shapes of one file."""
+
+    learning: dict[bytes, Shape] = field(default_factory=dict)
+    confirmed: list[Shape] = field(default_factory=list)
+    tries: int = 0
+
+
+def _float(tok: bytes) -> float:
+    return float(tok)
+
+
+def _step_candidates(nums: list[float], step: int) -> set[tuple[int, ...]]:
+    """Columns that give ``step``: one column, else ``(e + off) × n + i`` of three."""
+    out: set[tuple[int, ...]] = {(j,) for j, v in enumerate(nums) if v == step
+                                 and v.is_integer()}
+    # an epoch, then "i/n" (two adjacent columns): mmengine's [e][i/n], PyTorch's Epoch: [e][i/n]
+    for ji in range(1, len(nums) - 1):
+        jn = ji + 1
+        i, n = nums[ji], nums[jn]
+        if not (i.is_integer() and n.is_integer() and 0 <= i <= n and n > 0):
+            continue
+        for je in range(ji):
+            e = nums[je]
+            if not e.is_integer():
+                continue
+            for off in (-1, 0):
+                if e + off >= 0 and (e + off) * n + i == step:
+                    out.add((je, ji, jn, off))
+    return out
+
+
+def _wall_columns(text: str, spans: list[tuple[int, int]], wall: float) -> tuple[int, ...] | None:
+    """The columns of an ISO stamp (year, month, day, hour, minute, second[, fraction])."""
+    if not math.isfinite(wall):
+        return None
+    m = _ISO.search(text[:80])
+    if m is None:
+        return None
+    cols = tuple(j for j, (a, b) in enumerate(spans) if a >= m.start() and b <= m.end())
+    return cols if len(cols) in (6, 7) else None
+
+
+def learn(shapes: Shapes, raw: bytes, got: MetricLine, rank: int | None, path_rank: int | None,
+          wall: float) -> None:
+    """Learn from one line parsed the usual way (``got``), or check it against its shape."""
+    if (got.kind not in STATELESS_KINDS or not getattr(got, "stateless", True)
+            or got.step is None or len(raw) > MAX_LINE or not raw.isascii()
+            or b"\r" in raw or b"\x1b" in raw or len(shapes.confirmed) >= MAX_SHAPES
+            or shapes.tries >= MAX_TRIES):
+        return
+    if any(not math.isfinite(v) for _, v in got.values) or EVENT_RE.search(raw):
+        return
+    key = raw.translate(None, _DIGITS)
+    toks = list(_TOKEN.finditer(raw))
+    nums = [_float(t.group()) for t in toks]
+    tags = tuple(t for t, _ in got.values)
+    cols = [{j for j, x in enumerate(nums) if x == v} for _, v in got.values]
+    step = _step_candidates(nums, got.step)
+    ranks = None
+    if path_rank is None and rank is not None:
+        ranks = {j for j, x in enumerate(nums) if x == rank}
+    text = raw.decode("ascii")
+    wall_cols = _wall_columns(text, [t.span() for t in toks], wall)
+    shape = shapes.learning.get(key)
+    if shape is None:
+        shapes.tries += 1
+        parts: list[bytes] = [b"(?m)^"]
+        last = 0
+        for t in toks:
+            parts.append(re.escape(raw[last:t.start()]))
+            parts.append(_NUMBER)
+            last = t.end()
+        parts.append(re.escape(raw[last:]))
+        parts.append(b"$")
+        try:
+            regex = re.compile(b"".join(parts))
+        except re.error:
+            return
+        shapes.learning[key] = Shape(regex, got.kind, tags, cols, step, ranks, wall_cols)
+        return
+    if shape.dead:
+        return
+    shape.seen += 1
+    shape.value_cols = [a & b for a, b in zip(shape.value_cols, cols, strict=False)]
+    shape.step &= step
+    if shape.rank is not None and ranks is not None:
+        shape.rank &= ranks
+    if (shape.kind != got.kind or shape.tags != tags or not shape.step
+            or any(not c for c in shape.value_cols) or (shape.rank is None) != (ranks is None)
+            or (shape.rank is not None and not shape.rank) or shape.wall != wall_cols):
+        shape.dead = True
+        return
+    if shape.resolve():
+        shapes.confirmed.append(shape)
+        del shapes.learning[key]
+
+
+@dataclass
+class Matched:
+    """The lines of one shape found in one block, as columns."""
+
+    shape: Shape
+    starts: np.ndarray
+    ends: np.ndarray
+    steps: np.ndarray
+    values: np.ndarray  # (lines, tags)
+    ranks: np.ndarray | None
+    walls: np.ndarray
+
+
+def _days(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 of a civil date (H. Hinnant's algorithm), vectorised."""
+    import numpy as np
+
+    y = y - (m <= 2)
+    era = np.floor_divide(y, 400)
+    yoe = y - era * 400
+    doy = (153 * (m + np.where(m > 2, -3, 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _walls(cols: Any, idx: tuple[int, ...] | None, n: int) -> np.ndarray:
+    import numpy as np
+
+    if idx is None:
+        return np.full(n, np.nan)
+    y, mo, d, h, mi = (cols[:, j].astype(np.int64) for j in idx[:5])
+    s = cols[:, idx[5]].astype(np.float64)
+    wall = _days(y, mo, d).astype(np.float64) * 86400 + h * 3600 + mi * 60 + s
+    if len(idx) == 7:
+        frac = cols[:, idx[6]]
+        wall = wall + frac.astype(np.float64) / 10.0 ** np.char.str_len(frac)
+    ok = (mo >= 1) & (mo <= 12) & (d >= 1) & (d <= 31) & (h <= 23) & (mi <= 59) & (s < 60)
+    return np.where(ok, wall, np.nan)
+
+
+def match_block(shapes: Shapes, data: bytes) -> list[Matched]:
+    """Every line of ``data`` that a confirmed shape matches, per shape, as columns."""
+    import numpy as np
+
+    out: list[Matched] = []
+    for shape in shapes.confirmed:
+        found = [(m.start(), m.end(), m.groups()) for m in shape.regex.finditer(data)]
+        if not found:
+            continue
+        starts = np.fromiter((f[0] for f in found), dtype=np.int64, count=len(found))
+        ends = np.fromiter((f[1] for f in found), dtype=np.int64, count=len(found))
+        cols = np.array([f[2] for f in found])
+        (step_cols,) = shape.step
+        if len(step_cols) == 1:
+            steps = cols[:, step_cols[0]].astype(np.float64).astype(np.int64)
+        else:
+            je, ji, jn, off = step_cols
+            e = cols[:, je].astype(np.float64)
+            steps = ((e + off) * cols[:, jn].astype(np.float64)
+                     + cols[:, ji].astype(np.float64)).astype(np.int64)
+        values = np.column_stack([cols[:, c].astype(np.float64) for c in shape.columns])
+        ranks = None
+        if shape.rank is not None:
+            ranks = cols[:, min(shape.rank)].astype(np.float64).astype(np.int64)
+        out.append(Matched(shape, starts, ends, steps, values, ranks,
+                           _walls(cols, shape.wall, len(found))))
+    return out
