@@ -188,5 +188,5 @@ def test_a_stuck_search_tool_is_killed_and_the_file_searched_here(tmp_path, monk
     monkeypatch.setattr(fastpath, "MIN_BYTES", 0)
     monkeypatch.setattr(fastpath, "TIMEOUT_S", 0.3)
     monkeypatch.setattr(fastpath, "_tool", lambda choice: ("grep", "sleep"))
-    monkeypatch.setattr(fastpath, "_command", lambda kind, exe, path: ["sleep", "20"])
+    monkeypatch.setattr(fastpath, "_command", lambda kind, exe, path, markers=(): ["sleep", "20"])
     assert fastpath.marker_offsets(log) is None

@@ -408,7 +408,7 @@ def parse_json_key_line(text: str, ctx: LineContext) -> MetricLine | None:
                 "loss" in k or k.startswith("eval_") for k, _ in pending)):
             return None
         kind = "json_eval" if any(k.startswith("eval_") for k, _ in pending) else "json"
-        return MetricLine(kind, int(v), pending)
+        return MetricLine(kind, int(v), pending, stateless=False)
     if not raw.startswith(('"', "null")):
         ctx.json_pending.append((key, _float(raw.replace("Infinity", "inf"))))
     return None
@@ -450,12 +450,14 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
     evaluation = False
     ei = epoch_position(text)  # an iteration or batch counted within the epoch
     step = _epoch_position(ei, ctx) if ei else _generic_step(text)
+    stateless = ei is None or ei.group(3) is not None
     if step is None:
         e = _EPOCH_MARKER.search(text)
         if e is not None:
             step = int(e.group(1))
         elif ctx.keras_epoch is not None:  # "Epoch 3/25" on its own line, then
             step = ctx.keras_epoch         # "train Loss: 0.57 Acc: 0.69" (PyTorch tutorial)
+            stateless = False
         else:
             phase = _PHASE_STEP.match(text)  # "Train 3, loss: ...", "Test 3, loss: ..."
             if phase is None:
@@ -482,8 +484,8 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
     if evaluation:
         uniq = [(k if k.lower().startswith(("val", "test", "eval")) else f"val_{k}", v)
                 for k, v in uniq]
-        return MetricLine("generic_eval", step, uniq)
-    return MetricLine("generic", step, uniq)
+        return MetricLine("generic_eval", step, uniq, stateless=stateless)
+    return MetricLine("generic", step, uniq, stateless=stateless)
 
 
 #: Adapters tried in order on a line holding a loss (or an ``Epoch``/``Iteration`` marker);

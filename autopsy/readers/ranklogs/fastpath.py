@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from autopsy.readers.ranklogs.markers import ALL_MARKERS, ALL_RE
+from autopsy.readers.ranklogs.markers import ALL_MARKERS, ALL_RE, EVENT_MARKERS, EVENT_RE
 
 ENV = "AUTOPSY_RANKLOGS_SEARCH"
 #: Give up on the tool after this many seconds for one file (then bytes.find).
@@ -100,8 +100,9 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _command(kind: str, exe: str, path: Path) -> list[str]:
-    pats = [a for m in ALL_MARKERS for a in ("-e", m.decode("latin-1"))]
+def _command(kind: str, exe: str, path: Path,
+             markers: tuple[bytes, ...] = ALL_MARKERS) -> list[str]:
+    pats = [a for m in markers for a in ("-e", m.decode("latin-1"))]
     if kind == "rg":
         return [exe, "--no-config", "--text", "--fixed-strings", "--only-matching",
                 "--byte-offset", "--line-number", "--no-filename", "--no-heading",
@@ -114,27 +115,52 @@ def _command(kind: str, exe: str, path: Path) -> list[str]:
 @dataclass
 class Found:
     """What the tool found in one file: match offsets (sorted), their line numbers
-    (1-based; None when the tool gave none) and the file size it covered."""
+    (1-based; None when the tool gave none) and the file size it covered.
+
+    ``events_only``: the offsets are of the event markers alone (a metric-dense file,
+    where every line holds a metric marker: the scanner finds those itself, by line
+    shape)."""
 
     offsets: array
     lines: array | None
     covered: int
+    events_only: bool = False
+
+
+#: Matches of all markers this close together (bytes per match, on average, over the first
+#: :data:`DENSE_CHECK` matches) make a file metric-dense: the tool is run again for the event
+#: markers alone, since reading one output line per log line would cost more than the
+#: scanner's own search.
+DENSE_BYTES = 512
+DENSE_CHECK = 4096
 
 
 def marker_offsets(path: Path) -> Found | None:
     """Byte offsets (and line numbers) of marker matches in ``path``.
 
     None when no tool is available, the file is compressed or smaller than
-    :data:`MIN_BYTES`, or the tool failed.
+    :data:`MIN_BYTES`, or the tool failed. A metric-dense file gives the offsets of the
+    event markers alone (``events_only``).
     """
     tool = _tool(os.environ.get(ENV, "auto").strip().lower() or "auto")
     if tool is None or path.name.endswith(".gz"):
         return None
+    found = _run(tool, path, ALL_MARKERS, dense_check=True)
+    if found == "dense":
+        found = _run(tool, path, EVENT_MARKERS, dense_check=False)
+        if isinstance(found, Found):
+            found.events_only = True
+    return found if isinstance(found, Found) else None
+
+
+def _run(tool: tuple[str, str], path: Path, markers: tuple[bytes, ...],
+         dense_check: bool) -> Found | str | None:
+    """One run of the tool; ``"dense"`` when it was stopped for a metric-dense file."""
     try:
         size = path.stat().st_size
         if size < MIN_BYTES:
             return None
-        proc = subprocess.Popen(_command(*tool, path), stdout=subprocess.PIPE,
+        proc = subprocess.Popen(_command(*tool, path, markers), stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                                 env=_env())
     except (OSError, ValueError):
@@ -142,6 +168,7 @@ def marker_offsets(path: Path) -> Found | None:
     offsets = array("q")
     lines = array("q")
     ok = True
+    dense = False
     timer = threading.Timer(TIMEOUT_S, proc.kill)  # a stuck tool (a hung mount...) is killed
     timer.daemon = True
     timer.start()
@@ -158,6 +185,11 @@ def marker_offsets(path: Path) -> Found | None:
                 ok = False
                 break
             offsets.append(int(head))
+            if dense_check and len(offsets) == DENSE_CHECK and \
+                    offsets[-1] < DENSE_CHECK * DENSE_BYTES:
+                dense = True
+                ok = False
+                break
     finally:
         timer.cancel()
         if not ok:
@@ -170,6 +202,8 @@ def marker_offsets(path: Path) -> Found | None:
             rc = -1
         if proc.stdout is not None:
             proc.stdout.close()
+    if dense:
+        return "dense"
     if not ok or rc not in (0, 1):
         return None
     try:
@@ -201,7 +235,7 @@ def block_hits(data: bytes, offset: int, found: Found
     lines = found.lines
     last = -1
     rfind = data.rfind
-    at_marker = ALL_RE.match
+    at_marker = EVENT_RE.match if found.events_only else ALL_RE.match
     for i in range(lo, hi):
         pos = offsets[i] - offset
         if at_marker(data, pos) is None:

@@ -49,6 +49,8 @@ class MetricLine:
     step: int | None
     values: list[tuple[str, float]] = field(default_factory=list)
     rank: int | None = None
+    #: the parse used nothing from earlier lines (so a learned line shape may repeat it)
+    stateless: bool = True
 
 
 def _float(text: str) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
 import re
 import zlib
 from array import array
@@ -33,15 +34,26 @@ from autopsy.readers.ranklogs.lines import (
     open_binary,
     read_head,
 )
-from autopsy.readers.ranklogs.markers import BLOCK_MARKERS, EVENT_RE, METRIC_RE, hit_lines
+from autopsy.readers.ranklogs.markers import (
+    BLOCK_MARKERS,
+    EVENT_MARKERS,
+    EVENT_RE,
+    METRIC_MARKERS,
+    METRIC_RE,
+    hit_lines,
+)
 from autopsy.readers.ranklogs.metrics import (
     MetricLine,
     bar_step_after,
     logging_steps,
     parse_metrics,
 )
+from autopsy.readers.ranklogs.shapes import Matched, Shapes, learn, match_block
 from autopsy.readers.ranklogs.timestamps import parse_time
 
+#: ``AUTOPSY_RANKLOGS_SHAPES=0`` reads every metric line with the adapters, never by a
+#: learned line shape (:mod:`.shapes`); the results are the same, only slower.
+SHAPES_ENV = "AUTOPSY_RANKLOGS_SHAPES"
 #: Bytes after an HF dict line searched for the tqdm bar that gives its step.
 BAR_LOOKAHEAD = 4096
 #: Longest message kept on an event row.
@@ -60,6 +72,8 @@ NO_RANK = -1
 
 _COLUMN_TYPES = {"step": "q", "tag": "i", "value": "d", "wall_time": "d", "rank": "q",
                  "segment": "q"}
+_NUMPY_TYPES = {"step": "<i8", "tag": f"<i{array('i').itemsize}", "value": "<f8",
+                "wall_time": "<f8", "rank": "<i8", "segment": "<i8"}
 
 
 @dataclass
@@ -139,6 +153,24 @@ class ScalarColumns:
         if len(self.step) > self.cap:
             self._thin()
         self.settle()
+
+    def add_columns(self, step: Any, tag: Any, value: Any, wall: Any, rank: Any,
+                    segment: Any) -> None:
+        """Append points given as numpy columns (``tag``: codes from :meth:`code`)."""
+        import numpy as np
+
+        n = len(step)
+        for name, col in (("step", step), ("tag", tag), ("value", value),
+                          ("wall_time", wall), ("rank", rank), ("segment", segment)):
+            arr = getattr(self, name)
+            arr.frombytes(np.ascontiguousarray(col, dtype=_NUMPY_TYPES[name]).tobytes())
+        self.raw += n
+        if len(self.step) > self.cap:
+            self._thin()
+
+    def code(self, tag: str) -> int:
+        """The code of ``tag`` in this file's tag list (added if new)."""
+        return self._code(tag)
 
     def _code(self, tag: str) -> int:
         code = self._codes.get(tag)
@@ -228,6 +260,8 @@ class _State:
     nan_seen: set[tuple[int | None, int]] = field(default_factory=set)
     top_step: dict[int | None, int] = field(default_factory=dict)
     contexts: dict[int | None, LineContext] = field(default_factory=dict)
+    shapes: Shapes = field(default_factory=Shapes)
+    learning: bool = field(default_factory=lambda: os.environ.get(SHAPES_ENV, "1") != "0")
     last_points: dict[int | None, tuple[int, tuple[tuple[str, float], ...]]] = field(
         default_factory=dict)
     #: (exception, message) of each rank's last traceback: its exception line, met again
@@ -281,15 +315,15 @@ def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None) -> Fil
     size = _progress_size(path)
     try:
         with open_binary(path) as stream:
-            counted = found is None or found.lines is None
-            for block in iter_blocks(stream, BLOCK_MARKERS, count_lines=counted):
+            for block in iter_blocks(stream, BLOCK_MARKERS):
                 truncated += block.truncated_lines
                 hits = None
                 if found is not None:
                     hits = block_hits(block.data, block.offset, found)
                     if hits is None:
                         return None
-                _scan_block(block.data, block.first_line, state, hits)
+                _scan_block(block.data, block.first_line, state, hits,
+                            events_only=found is not None and found.events_only)
                 if size:  # the bytes read so far (a block after a cut long line has no offset)
                     report(f"reading {rel}", min(stream.tell(), size), size)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
@@ -332,26 +366,40 @@ def _follow(data: bytes, pos: int) -> Iterator[tuple[str, int]]:
 
 
 def _scan_block(data: bytes, first_line: int, st: _State,
-                hits: tuple[list[int], list[int] | None] | None = None) -> None:
+                hits: tuple[list[int], list[int] | None] | None = None,
+                events_only: bool = False) -> None:
     """Process every marker line of one block.
 
     ``hits``: the starts of those lines (and maybe their line numbers) when the
-    fast path found them; else they are searched here.
+    fast path found them; else they are searched here. Lines of a learned shape
+    (:mod:`.shapes`) are read all at once, in order with the others; a shape confirmed
+    in the middle of the block takes the rest of the block's lines at once.
     """
+    fast = _fast_from(st, data, 0)
+    if hits is None:
+        starts = hit_lines(data) if fast is None else _hits_around(data, fast)
+    elif events_only:  # the tool found the event lines; the metric lines are found here
+        metric = (hit_lines(data, METRIC_MARKERS) if fast is None
+                  else _hits_around(data, fast, events=False))
+        starts = sorted(set(hits[0]).union(metric))
+    else:
+        starts = _uncovered(hits[0], fast)
     line = first_line
     cur = 0
     skip_until = -1
     event_search = EVENT_RE.search
     metric_search = METRIC_RE.search
-    starts, numbers = (hit_lines(data), None) if hits is None else hits
-    for i, start in enumerate(starts):
+    confirmed = len(st.shapes.confirmed)
+    i = 0
+    while i < len(starts):
+        start = starts[i]
+        i += 1
         if start < skip_until:
             continue
-        if numbers is None:
-            line += data.count(b"\n", cur, start)
-            cur = start
-        else:
-            line = numbers[i]
+        if fast is not None:
+            fast.flush_before(start, data, first_line, st)
+        line += data.count(b"\n", cur, start)
+        cur = start
         end = data.find(b"\n", start)
         if end < 0:
             end = len(data)
@@ -360,6 +408,234 @@ def _scan_block(data: bytes, first_line: int, st: _State,
             skip_until = max(skip_until, _events_of_line(data, raw, end, line, st))
         if metric_search(raw):  # an event-only line is not cleaned and split twice
             _metrics_of_line(data, raw, end, line, st)
+            if len(st.shapes.confirmed) != confirmed:  # a shape was just trusted
+                confirmed = len(st.shapes.confirmed)
+                fast = _fast_from(st, data, end + 1)
+                starts = starts[:i] + _uncovered(starts[i:], fast)
+    if fast is not None:
+        fast.flush_before(len(data) + 1, data, first_line, st)
+
+
+def _fast_from(st: _State, data: bytes, pos: int) -> _Fast | None:
+    """The lines of the file's trusted shapes in ``data`` from ``pos`` on, if any."""
+    if not st.shapes.confirmed or pos >= len(data):
+        return None
+    matched = match_block(st.shapes, data, pos)
+    return _Fast.of(matched) if matched else None
+
+
+def _uncovered(starts: list[int], fast: _Fast | None) -> list[int]:
+    """``starts`` without the lines a shape reads."""
+    if fast is None:
+        return starts
+    covered = set(fast.starts.tolist())
+    return [x for x in starts if x not in covered]
+
+
+def _hits_around(data: bytes, fast: _Fast, events: bool = True) -> list[int]:
+    """Marker lines of a block whose shape lines are known: event markers anywhere (a
+    shape never holds one; not searched with ``events`` false), metric markers only
+    between the shape lines."""
+    starts = set(hit_lines(data, EVENT_MARKERS)) if events else set()
+    for a, b in _gaps(fast, len(data)):
+        if b - a > 1:
+            starts.update(a + x for x in hit_lines(data[a:b], METRIC_MARKERS))
+    return sorted(starts)
+
+
+def _gaps(fast: _Fast, size: int) -> list[tuple[int, int]]:
+    """The byte ranges of a block between its shape lines."""
+    out = []
+    prev = 0
+    for a, b in zip(fast.starts.tolist(), fast.ends.tolist(), strict=True):
+        if a > prev:
+            out.append((prev, a))
+        prev = b
+    if prev < size:
+        out.append((prev, size))
+    return out
+
+
+@dataclass
+class _Fast:
+    """The shape lines of one block in file order, consumed in batches."""
+
+    starts: Any
+    ends: Any
+    part: Any  # which Matched each line comes from
+    row: Any  # its row in that Matched
+    matched: list[Matched]
+    done: int = 0
+
+    @classmethod
+    def of(cls, matched: list[Matched]) -> _Fast:
+        import numpy as np
+
+        starts = np.concatenate([m.starts for m in matched])
+        order = np.argsort(starts, kind="stable")
+        part = np.concatenate([np.full(len(m.starts), i) for i, m in enumerate(matched)])
+        row = np.concatenate([np.arange(len(m.starts)) for m in matched])
+        ends = np.concatenate([m.ends for m in matched])
+        return cls(starts[order], ends[order], part[order], row[order], matched)
+
+    def flush_before(self, pos: int, data: bytes, first_line: int, st: _State) -> None:
+        """Add the shape lines that start before ``pos`` and were not added yet."""
+        import numpy as np
+
+        upto = int(np.searchsorted(self.starts, pos, side="left"))
+        if upto > self.done:
+            _add_fast(self, self.done, upto, data, first_line, st)
+            self.done = upto
+
+
+def _add_fast(fast: _Fast, lo: int, hi: int, data: bytes, first_line: int, st: _State) -> None:
+    """Add shape lines ``lo:hi`` (file order) as the usual parse would, line by line: the
+    same segments (a training step going back is a restart), the same repeated-line rule,
+    the same NaN events; the points in line order."""
+    import numpy as np
+
+    part, row = fast.part[lo:hi], fast.row[lo:hi]
+    n = hi - lo
+    steps = np.empty(n, dtype=np.int64)
+    ranks = np.empty(n, dtype=np.int64)
+    train = np.empty(n, dtype=bool)
+    walls = np.empty(n)
+    for i, m in enumerate(fast.matched):
+        sel = part == i
+        if not sel.any():
+            continue
+        r = row[sel]
+        steps[sel] = m.steps[r]
+        walls[sel] = m.walls[r]
+        train[sel] = m.shape.train
+        if m.ranks is not None:
+            ranks[sel] = m.ranks[r]
+        else:
+            ranks[sel] = NO_RANK if st.info.rank is None else st.info.rank
+    if st.info.rank is not None:
+        ranks[:] = st.info.rank
+    # one point for a line logged twice in a row (as the usual parse: same rank, same
+    # step and values as the rank's previous line, no NaN in it)
+    keep = np.ones(n, dtype=bool)
+    prev = np.full(n, -1)
+    for rk in np.unique(ranks).tolist():
+        sel = np.flatnonzero(ranks == rk)
+        prev[sel[1:]] = sel[:-1]
+        j = int(sel[0])  # the rank's first line here: against its last line before
+        before = st.last_points.get(None if rk == NO_RANK else rk)
+        m = fast.matched[int(part[j])]
+        vals = m.values[row[j]]
+        if (before is not None and before[0] == steps[j] and not np.isnan(vals).any()
+                and before[1] == tuple(zip(m.shape.tags, vals.tolist(), strict=True))):
+            keep[j] = False
+    for i, m in enumerate(fast.matched):
+        idx = np.flatnonzero((part == i) & (prev >= 0))
+        if not len(idx):
+            continue
+        pj = prev[idx]
+        same = (part[pj] == i) & (steps[pj] == steps[idx])
+        if not same.any():
+            continue
+        idx, pj = idx[same], pj[same]
+        a, b = m.values[row[idx]], m.values[row[pj]]
+        keep[idx[(a == b).all(axis=1) & ~np.isnan(a).any(axis=1)]] = False
+    # segments: a training step lower than the rank's last training step is a restart
+    restart = np.zeros(n, dtype=bool)
+    for rk in np.unique(ranks).tolist():
+        key = None if rk == NO_RANK else rk
+        sel = np.flatnonzero((ranks == rk) & train & keep)
+        if len(sel):
+            s = steps[sel]
+            top = st.top_step.get(key)
+            prev_steps = np.concatenate(([np.iinfo(np.int64).min if top is None else top],
+                                         s[:-1]))
+            restart[sel] = s < prev_steps
+            st.top_step[key] = int(s[-1])
+        kept = np.flatnonzero((ranks == rk) & keep)
+        if len(kept):
+            st.last_step[key] = int(steps[kept[-1]])
+            p, r = int(part[kept[-1]]), int(row[kept[-1]])
+            m = fast.matched[p]
+            st.last_points[key] = (int(steps[kept[-1]]),
+                                   tuple(zip(m.shape.tags, m.values[r].tolist(), strict=True)))
+            if m.shape.kind == "mmengine":
+                ctx = st.contexts.get(key)
+                if ctx is None:
+                    ctx = st.contexts[key] = LineContext()
+                tr = np.flatnonzero((ranks == rk) & keep & train)
+                if len(tr):
+                    ctx.train_step = int(steps[tr[-1]])
+    segs = st.info.attempt + st.restarts + np.cumsum(restart)
+    st.restarts += int(restart.sum())
+    # the points, line by line in file order
+    cols = st.out.scalars
+    for i, m in enumerate(fast.matched):
+        sel = (part == i) & keep
+        if not sel.any():
+            continue
+        idx = np.flatnonzero(sel)
+        vals = m.values[row[idx]]
+        _nan_events(st, m, vals, steps[idx], ranks[idx], segs[idx], walls[idx],
+                    fast.starts[lo + idx], data, first_line)
+    order = np.flatnonzero(keep)
+    widths = np.array([len(fast.matched[p].shape.tags) for p in range(len(fast.matched))])
+    k = widths[part[order]]
+    total = int(k.sum())
+    if not total:
+        return
+    values = _rows_in_order(fast, part[order], row[order])
+    codes_by_part = [np.array([cols.code(t) for t in m.shape.tags], dtype=np.int32)
+                     for m in fast.matched]
+    tags = _codes_in_order(codes_by_part, part[order])
+    cols.add_columns(np.repeat(steps[order], k), tags, values, np.repeat(walls[order], k),
+                     np.repeat(ranks[order], k), np.repeat(segs[order], k))
+
+
+def _rows_in_order(fast: _Fast, parts: Any, rows: Any) -> Any:
+    """The values of the given lines, flattened line by line."""
+    import numpy as np
+
+    out = []
+    # consecutive lines of one shape are taken in one slice
+    boundaries = np.flatnonzero(np.diff(parts)) + 1
+    for a, b in zip(np.r_[0, boundaries], np.r_[boundaries, len(parts)], strict=True):
+        m = fast.matched[int(parts[a])]
+        out.append(m.values[rows[a:b]].ravel())
+    return np.concatenate(out)
+
+
+def _codes_in_order(codes_by_part: list[Any], parts: Any) -> Any:
+    """The tag codes of the given lines, flattened line by line."""
+    import numpy as np
+
+    out = []
+    boundaries = np.flatnonzero(np.diff(parts)) + 1
+    for a, b in zip(np.r_[0, boundaries], np.r_[boundaries, len(parts)], strict=True):
+        out.append(np.tile(codes_by_part[int(parts[a])], b - a))
+    return np.concatenate(out)
+
+
+def _nan_events(st: _State, m: Matched, vals: Any, steps: Any, ranks: Any, segs: Any,
+                walls: Any, starts: Any, data: bytes, first_line: int) -> None:
+    """The ``nan_loss`` event of each rank and segment's first non-finite loss."""
+    import numpy as np
+
+    loss_cols = [j for j, t in enumerate(m.shape.tags) if "loss" in t]
+    if not loss_cols:
+        return
+    bad = ~np.isfinite(vals[:, loss_cols]).all(axis=1)
+    for j in np.flatnonzero(bad).tolist():
+        rk = int(ranks[j])
+        key = None if rk == NO_RANK else rk
+        if (key, int(segs[j])) in st.nan_seen:
+            continue
+        start = int(starts[j])
+        end = data.find(b"\n", start)
+        text = clean(data[start:end if end >= 0 else len(data)])
+        line = first_line + data.count(b"\n", 0, start)
+        values = list(zip(m.shape.tags, vals[j].tolist(), strict=True))
+        _nan_loss(st, values, key, int(segs[j]), int(steps[j]), float(walls[j]), line,
+                  split_prefix(text).rest)
 
 
 def _segments(raw: bytes) -> list[bytes]:
@@ -562,12 +838,13 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
     if got is None or not got.values:
         return
     wall, _ = parse_time(pre.rest)
-    _add_metric_line(st, got, rank, wall, line, pre.rest, data, end)
+    if _add_metric_line(st, got, rank, wall, line, pre.rest, data, end) and st.learning:
+        learn(st.shapes, raw, got, rank, st.info.rank, wall)
 
 
 def _add_metric_line(st: _State, got: MetricLine, rank: int | None, wall: float, line: int,
-                     text: str, data: bytes = b"", end: int = 0) -> None:
-    """Add the points of one parsed metric line."""
+                     text: str, data: bytes = b"", end: int = 0) -> bool:
+    """Add the points of one parsed metric line; whether they were added."""
     if got.kind in ("hf", "hf_eval"):
         step = bar_step_after(data[end:end + BAR_LOOKAHEAD])
         if step is None:
@@ -576,20 +853,21 @@ def _add_metric_line(st: _State, got: MetricLine, rank: int | None, wall: float,
             st.pending_hf.add_line(n, got.values, wall, rank, st.info.attempt)
             st.pending_lines += 1
             _nan_loss(st, got.values, rank, st.info.attempt, None, wall, line, text)
-            return
+            return False
         st.bar_steps += 1
     else:
         step = got.step
     if step is None:
-        return
+        return False
     key = (step, tuple(got.values))
     if st.last_points.get(rank) == key and not any(v != v for _, v in got.values):
-        return  # the same line again (two log handlers): one point, not two
+        return False  # the same line again (two log handlers): one point, not two
     st.last_points[rank] = key
     st.last_step[rank] = step
     seg = st.segment_for(rank, step, not got.kind.endswith("_eval"))
     st.out.scalars.add_line(step, got.values, wall, rank, seg)
     _nan_loss(st, got.values, rank, seg, step, wall, line, text)
+    return True
 
 
 def _flush_contexts(st: _State) -> None:

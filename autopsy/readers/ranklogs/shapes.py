@@ -34,9 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from autopsy.readers.ranklogs.metrics import MetricLine
 
 #: Kinds whose parse of a line depends on that line alone.
-STATELESS_KINDS = frozenset({"megatron", "deepspeed", "fairseq", "generic", "detectron2",
-                             "torchtitan", "nanotron", "deepspeed_pipe", "tf", "json",
-                             "mmengine", "keras_batch"})
+STATELESS_KINDS = frozenset({"megatron", "deepspeed", "fairseq", "fairseq_eval", "generic",
+                             "generic_eval", "detectron2", "torchtitan", "nanotron",
+                             "deepspeed_pipe", "tf", "json", "mmengine"})
 #: Lines of a shape parsed the usual way, all agreeing with it, before it is trusted.
 CONFIRM_LINES = 3
 #: Longer lines are never learned (a shape's expression stays small).
@@ -103,6 +103,7 @@ class Shapes:
 
     learning: dict[bytes, Shape] = field(default_factory=dict)
     confirmed: list[Shape] = field(default_factory=list)
+    known: set[bytes] = field(default_factory=set)  # the keys of the confirmed shapes
     tries: int = 0
 
 
@@ -144,7 +145,7 @@ def _wall_columns(text: str, spans: list[tuple[int, int]], wall: float) -> tuple
 def learn(shapes: Shapes, raw: bytes, got: MetricLine, rank: int | None, path_rank: int | None,
           wall: float) -> None:
     """Learn from one line parsed the usual way (``got``), or check it against its shape."""
-    if (got.kind not in STATELESS_KINDS or not getattr(got, "stateless", True)
+    if (got.kind not in STATELESS_KINDS or not got.stateless
             or got.step is None or len(raw) > MAX_LINE or not raw.isascii()
             or b"\r" in raw or b"\x1b" in raw or len(shapes.confirmed) >= MAX_SHAPES
             or shapes.tries >= MAX_TRIES):
@@ -152,6 +153,8 @@ def learn(shapes: Shapes, raw: bytes, got: MetricLine, rank: int | None, path_ra
     if any(not math.isfinite(v) for _, v in got.values) or EVENT_RE.search(raw):
         return
     key = raw.translate(None, _DIGITS)
+    if key in shapes.known:
+        return  # a line of a trusted shape read the usual way (the block it starts)
     toks = list(_TOKEN.finditer(raw))
     nums = [_float(t.group()) for t in toks]
     tags = tuple(t for t, _ in got.values)
@@ -193,6 +196,7 @@ def learn(shapes: Shapes, raw: bytes, got: MetricLine, rank: int | None, path_ra
         return
     if shape.resolve():
         shapes.confirmed.append(shape)
+        shapes.known.add(key)
         del shapes.learning[key]
 
 
@@ -236,13 +240,14 @@ def _walls(cols: Any, idx: tuple[int, ...] | None, n: int) -> np.ndarray:
     return np.where(ok, wall, np.nan)
 
 
-def match_block(shapes: Shapes, data: bytes) -> list[Matched]:
-    """Every line of ``data`` that a confirmed shape matches, per shape, as columns."""
+def match_block(shapes: Shapes, data: bytes, pos: int = 0) -> list[Matched]:
+    """Every line of ``data`` from offset ``pos`` (a line start) that a confirmed shape
+    matches, per shape, as columns."""
     import numpy as np
 
     out: list[Matched] = []
     for shape in shapes.confirmed:
-        found = [(m.start(), m.end(), m.groups()) for m in shape.regex.finditer(data)]
+        found = [(m.start(), m.end(), m.groups()) for m in shape.regex.finditer(data, pos)]
         if not found:
             continue
         starts = np.fromiter((f[0] for f in found), dtype=np.int64, count=len(found))

@@ -1,0 +1,128 @@
+"""Learned line shapes (``autopsy.readers.ranklogs.shapes``) give exactly what the usual
+parse of every line gives: the same points in the same order, the same segments, the same
+events, whatever the search engine and the block size."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from autopsy.readers.ranklogs import lines, scan
+from autopsy.readers.ranklogs.metrics import MetricLine
+from autopsy.readers.ranklogs.reader import read_group
+from autopsy.readers.ranklogs.shapes import Shapes, learn
+
+
+def _generic(rng: random.Random, n: int, prefix: str = "") -> list[str]:
+    return [f"{prefix}2026-11-22 16:{(s // 60) % 60:02d}:{s % 60:02d},962 INFO step {s} loss "
+            f"{2.5 * 0.999 ** s + rng.random() * 0.01:.4f} lr {1e-4:.6f} grad_norm "
+            f"{1 + rng.random():.4f}" for s in range(1, n + 1)]
+
+
+def _megatron(rng: random.Random, steps: range) -> list[str]:
+    return [f" iteration {s:>8}/  500000 | consumed samples:     {s * 512:>9} | elapsed time "
+            f"per iteration (ms): {450 + rng.random() * 10:.1f} | learning rate: {3e-4:.3E} | "
+            f"global batch size:   512 | lm loss: {2.5 * 0.999 ** s:.6E} | loss scale: 65536.0 "
+            f"| grad norm: {1 + rng.random():.3f} | number of skipped iterations:   0 | number "
+            f"of nan iterations:   0 |" for s in steps]
+
+
+def _mmengine(rng: random.Random, n: int) -> list[str]:
+    out = []
+    for s in range(n):
+        e, i = s // 50 + 1, s % 50 + 1
+        out.append(f"2023/03/01 12:00:00 - mmengine - INFO - Epoch(train)  [{e}][{i:>3}/50]  "
+                   f"lr: 2.0000e-04  eta: 1:23:45  time: {0.5 + rng.random() * 0.01:.4f}  "
+                   f"data_time: 0.0100  memory: 3456  loss: {2.5 * 0.999 ** s:.4f}")
+        if i == 50:
+            out.append(f"2023/03/01 12:00:00 - mmengine - INFO - Epoch(val) [{e}][10/10]    "
+                       f"coco/bbox_mAP: 0.{e:03d}  data_time: 0.0030  time: 0.0500")
+    return out
+
+
+def _logs(rng: random.Random) -> dict[str, str]:
+    generic = _generic(rng, 3000)
+    generic[1700] = generic[1700].replace("loss 2.", "loss nan").replace("loss 0.", "loss nan")
+    generic.insert(2200, "Traceback (most recent call last):\n  File \"x.py\", line 1, in <m>\n"
+                         "KeyError: 10")
+    doubled = [x for line in _generic(rng, 400) for x in (line, line)]
+    resumed = [*_megatron(rng, range(1, 801)), "resuming from checkpoint",
+               *_megatron(rng, range(500, 1501))]
+    interleaved = [line for pair in zip(_generic(rng, 1500, "[rank0]:"),
+                                        _generic(rng, 1500, "[rank1]:"), strict=True)
+                   for line in pair]
+    return {"generic.log": "\n".join(generic) + "\n", "doubled.log": "\n".join(doubled) + "\n",
+            "megatron.log": "\n".join(resumed) + "\n",
+            "mmengine.log": "\n".join(_mmengine(rng, 1000)) + "\n",
+            "interleaved.log": "\n".join(interleaved) + "\n"}
+
+
+def _read(path: Path, shapes: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame,
+                                                                              pd.DataFrame]:
+    monkeypatch.setenv(scan.SHAPES_ENV, "1" if shapes else "0")
+    part = read_group([path], [path.name])
+    return part.scalars, part.events
+
+
+@pytest.mark.parametrize("engine", ["python", "rg"])
+@pytest.mark.parametrize("block", [16 << 10, 4 << 20])
+@pytest.mark.parametrize("name", ["generic.log", "doubled.log", "megatron.log", "mmengine.log",
+                                  "interleaved.log"])
+def test_shapes_give_what_every_line_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           name: str, block: int, engine: str) -> None:
+    path = tmp_path / name
+    path.write_text(_logs(random.Random(7))[name], encoding="utf-8")
+    monkeypatch.setattr(lines, "BLOCK_BYTES", block)
+    monkeypatch.setenv("AUTOPSY_RANKLOGS_SEARCH", engine)
+    from autopsy.readers.ranklogs import fastpath
+
+    monkeypatch.setattr(fastpath, "MIN_BYTES", 0)
+    fastpath._tool.cache_clear()
+    fast_s, fast_e = _read(path, True, monkeypatch)
+    slow_s, slow_e = _read(path, False, monkeypatch)
+    assert len(slow_s) > 1000
+    pd.testing.assert_frame_equal(fast_s, slow_s)
+    pd.testing.assert_frame_equal(fast_e, slow_e)
+
+
+def test_shapes_read_most_lines_of_a_dense_log(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "generic.log"
+    path.write_text("\n".join(_generic(random.Random(1), 2000)) + "\n", encoding="utf-8")
+    calls = []
+    real = scan._metrics_of_line
+
+    def counting(*args: object) -> None:
+        calls.append(1)
+        real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scan, "_metrics_of_line", counting)
+    monkeypatch.setenv(scan.SHAPES_ENV, "1")
+    part = read_group([path], [path.name])
+    assert (part.scalars["tag"] == "loss").sum() == 2000
+    # the step equals the clock's seconds up to step 59: the shape is trusted from the line
+    # that tells them apart (step 60), and the other 1,940 lines are read at once
+    assert 3 <= len(calls) <= 61
+
+
+def test_a_shape_needs_agreeing_lines_and_one_column_per_role() -> None:
+    shapes = Shapes()
+    line = b"step 10 loss 2.5 lr 0.1"
+    for step, loss in ((10, 2.5), (11, 2.4)):
+        raw = line.replace(b"10", str(step).encode()).replace(b"2.5", str(loss).encode())
+        learn(shapes, raw, MetricLine("generic", step, [("loss", loss), ("lr", 0.1)]), None,
+              None, float("nan"))
+    assert not shapes.confirmed  # two lines are not enough
+    learn(shapes, b"step 12 loss 2.3 lr 0.1",
+          MetricLine("generic", 12, [("loss", 2.3), ("lr", 0.1)]), None, None, float("nan"))
+    assert len(shapes.confirmed) == 1
+    # a parse that needed earlier lines is never learned
+    other = Shapes()
+    for s in range(5):
+        learn(other, f"Epoch {s} loss 1.{s}".encode(),
+              MetricLine("generic", s, [("loss", 1.0 + s / 10)], stateless=False), None, None,
+              float("nan"))
+    assert not other.confirmed and not other.learning
