@@ -190,3 +190,28 @@ def test_a_stuck_search_tool_is_killed_and_the_file_searched_here(tmp_path, monk
     monkeypatch.setattr(fastpath, "_tool", lambda choice: ("grep", "sleep"))
     monkeypatch.setattr(fastpath, "_command", lambda kind, exe, path, markers=(): ["sleep", "20"])
     assert fastpath.marker_offsets(log) is None
+
+
+def test_the_search_tool_runs_under_a_memory_limit(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line longer than the tool's memory limit (the tools hold a whole line) makes the
+    tool fail, and the file is searched in Python (which keeps a line's last 64 KiB)."""
+    from autopsy.readers.ranklogs import fastpath
+
+    _need("rg")
+    monkeypatch.setenv(fastpath.ENV, "rg")
+    monkeypatch.setattr(fastpath, "MIN_BYTES", 0)
+    monkeypatch.setattr(fastpath, "TOOL_MEMORY", 64 << 20)
+    normal = tmp_path / "rank0.log"
+    normal.write_bytes(b"step 1 loss 2.0\n" * 1000 + b"RuntimeError: CUDA out of memory.\n")
+    found = fastpath.marker_offsets(normal)
+    assert found is not None and len(found.offsets) > 0
+    long = tmp_path / "rank1.log"
+    with open(long, "wb") as fh:
+        fh.write(b"step 1 loss 2.0\n")
+        fh.write(b"0.1234, " * (10 << 20))  # an 80 MB line
+        fh.write(b"\nstep 2 loss nan\n")
+    assert fastpath.marker_offsets(long) is None
+    result = scan_file(long, "rank1.log")
+    assert [p.kind for p in result.problems] == ["long_line"]
+    assert sorted(r[0] for r in result.scalars.rows()) == [1, 2]

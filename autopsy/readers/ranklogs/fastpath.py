@@ -100,16 +100,35 @@ def _env() -> dict[str, str]:
     return env
 
 
+#: Address space the search tool may take (``ulimit -v``). The tools hold a whole line in
+#: memory: an 800 MB line without a newline (a dumped tensor, a bar never ended) made rg take
+#: 930 MB. Under this limit the tool fails on such a line and the file is searched in Python,
+#: which keeps only a line's last 64 KiB; rg and GNU grep need about 20 MB otherwise.
+TOOL_MEMORY = 128 << 20
+
+
 def _command(kind: str, exe: str, path: Path,
              markers: tuple[bytes, ...] = ALL_MARKERS) -> list[str]:
     pats = [a for m in markers for a in ("-e", m.decode("latin-1"))]
     if kind == "rg":
-        return [exe, "--no-config", "--text", "--fixed-strings", "--only-matching",
-                "--byte-offset", "--line-number", "--no-filename", "--no-heading",
-                "--color", "never", "--encoding", "none", "--no-ignore", "--hidden",
-                *pats, "--", str(path)]
-    # -n -b -o: "line:offset:match" (rg's order too), so the scanner need not count lines.
-    return [exe, "-a", "-F", "-o", "-n", "-b", "-h", "--color=never", *pats, "--", str(path)]
+        cmd = [exe, "--no-config", "--no-mmap", "--text", "--fixed-strings", "--only-matching",
+               "--byte-offset", "--line-number", "--no-filename", "--no-heading",
+               "--color", "never", "--encoding", "none", "--no-ignore", "--hidden",
+               *pats, "--", str(path)]
+    else:
+        # -n -b -o: "line:offset:match" (rg's order too), so the scanner need not count lines.
+        cmd = [exe, "-a", "-F", "-o", "-n", "-b", "-h", "--color=never", *pats, "--",
+               str(path)]
+    return _limited(cmd)
+
+
+def _limited(cmd: list[str]) -> list[str]:
+    """``cmd`` run under ``ulimit -v`` :data:`TOOL_MEMORY` by ``/bin/sh`` (the limit and the
+    arguments are passed as positional parameters, never as shell text)."""
+    if not os.path.exists("/bin/sh"):
+        return cmd
+    return ["/bin/sh", "-c", 'ulimit -v "$0" 2>/dev/null; exec "$@"', str(TOOL_MEMORY >> 10),
+            *cmd]
 
 
 @dataclass
