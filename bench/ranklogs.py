@@ -22,7 +22,11 @@ The figures go into ``docs/performance.md`` under ``## Rank logs``.
 last two ranks silent, written under ``## Rank logs, N ranks``): the same per-rank size,
 so the total grows with N, to show the memory does not.
 
-Usage: ``python bench/ranklogs.py [--runs 3] [--no-write] [--regen] [--ranks 64]``
+``--dense`` makes 64 metric-dense rank logs instead (25 MB each, nine lines in ten a step
+line: Megatron-LM lines on even ranks, ``logging`` step lines on odd ones; 1.6 GB), in
+``bench/out/ranklogs_dense_64/``, written under ``## Rank logs, metric-dense``.
+
+Usage: ``python bench/ranklogs.py [--runs 3] [--no-write] [--regen] [--ranks 64] [--dense]``
 """
 
 from __future__ import annotations
@@ -170,6 +174,8 @@ def _write_rank(rank: int) -> list[dict[str, Any]]:
     planted: list[dict[str, Any]] = []
     hf = rank % 2 == 0
     total = 100_000
+    if DENSE:
+        return _write_dense_rank(rank, path, rng, planted)
     step = 0
     line = 0
     size = 0
@@ -221,6 +227,70 @@ def _write_rank(rank: int) -> list[dict[str, Any]]:
                  "prefetched 2 samples, queue 1/8, 3 tokens"] * 5
         fh.write("\n".join(tail) + "\n")
     return planted
+
+
+def _write_dense_rank(rank: int, path: Path, rng: random.Random,
+                      planted: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A metric-dense rank log: nine lines in ten a step line (Megatron-LM lines on even
+    ranks, ``logging`` step lines on odd ones), the failure planted at the end."""
+    step = line = size = sec = 0
+    target = DENSE_BYTES - 12_000
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        buf: list[str] = []
+        while size < target:
+            step += 1
+            sec += 1
+            loss = 2.5 - step * 1e-5 + rng.random() * 0.01
+            if rank % 2 == 0:
+                text = (f" iteration {step:>8}/  500000 | consumed samples:     {step * 512:>9} | "
+                        f"elapsed time per iteration (ms): {450 + rng.random() * 10:.1f} | "
+                        f"learning rate: 3.000E-04 | global batch size:   512 | lm loss: "
+                        f"{loss:.6E} | loss scale: 65536.0 | grad norm: {1 + rng.random():.3f} | "
+                        f"number of skipped iterations:   0 | number of nan iterations:   0 |")
+            else:
+                text = (f"[{_ts(sec)},000] [INFO] [train.py:301] step {step} loss {loss:.4f} "
+                        f"lr 3.000e-04 grad_norm {1 + rng.random():.3f}")
+            if step % 9 == 0:
+                text += "\n" + _NOISE[step & 3].format(
+                    ts=_ts(sec), ms=0, a=100, r=rank, b=rng.randrange(10_000),
+                    c=rng.randrange(1, 999), d=rng.randrange(8), e=rng.randrange(10 ** 6))
+                line += 1
+            buf.append(text + "\n")
+            size += len(text) + 1
+            line += 1
+            if len(buf) >= 2000:
+                fh.write("".join(buf))
+                buf.clear()
+        fh.write("".join(buf))
+        tail: list[str] = []
+        if rank == OOM_RANK:
+            block = _oom_block(rank, step)
+            planted.append({"source": path.name, "line": line + 1, "kind": "traceback",
+                            "rank": rank})
+            planted.append({"source": path.name, "line": line + len(block), "kind": "oom",
+                            "rank": rank})
+            tail += block
+        elif rank not in SILENT:
+            block = _nccl_block(rank)
+            planted.append({"source": path.name, "line": line + 1, "kind": "nccl_timeout",
+                            "rank": rank})
+            tail += block
+        fh.write("\n".join(tail) + "\n")
+    return planted
+
+
+#: ``--dense``: rank logs in which nine lines in ten are step lines (as real jobs print).
+DENSE = False
+DENSE_BYTES = 25_000_000
+
+
+def _use_dense() -> None:
+    """Make and read the metric-dense set instead (``bench/out/ranklogs_dense_N``)."""
+    global DENSE, OUT, MANIFEST, HEADING
+    DENSE = True
+    OUT = ROOT / "bench" / "out" / f"ranklogs_dense_{N_RANKS}"
+    MANIFEST = OUT / "manifest.json"
+    HEADING = "## Rank logs, metric-dense"
 
 
 def _use_ranks(n: int) -> None:
@@ -411,6 +481,9 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=N_RANKS,
                     help="rank logs to make (default %(default)s; others go to their own folder)")
     ap.add_argument("--skip-check", action="store_true")
+    ap.add_argument("--dense", action="store_true",
+                    help="metric-dense rank logs (9 lines in 10 a step line, 25 MB each) in "
+                         "their own folder and section")
     ap.add_argument("--fallback-runs", type=int, default=1,
                     help="runs of autopsy with the other search engines (0: none)")
     args = ap.parse_args()
@@ -418,6 +491,9 @@ def main() -> None:
     if args.ranks != N_RANKS:
         _use_ranks(args.ranks)
         heading = f"{HEADING}, {args.ranks} ranks"
+    if args.dense:
+        _use_dense()
+        heading = HEADING if args.ranks == 64 else f"{HEADING}, {args.ranks} ranks"
 
     planted = generate(args.regen)
     files = [str(p) for p in log_files()]
@@ -489,7 +565,9 @@ def main() -> None:
             f"{total / statistics.median(ts) / 1e9:.2f} |" for name, ts in rows)
         rg_note = "" if rg else " (`rg` not on PATH here: no ripgrep row)"
         body = (
-            f"`python bench/ranklogs.py` — {len(files) - 1} rank logs x 40 MB + a launcher "
+            f"`python bench/ranklogs.py{' --dense' if DENSE else ''}` — {len(files) - 1} rank "
+            f"logs x {(DENSE_BYTES if DENSE else FILE_BYTES) // 10**6} MB"
+            f"{', nine lines in ten a step line,' if DENSE else ''} + a launcher "
             f"log ({total / 1e9:.2f} GB), generated into "
             f"`{OUT.relative_to(ROOT).as_posix()}/`; failures planted near each file's end "
             f"(rank {OOM_RANK}: CUDA OOM traceback; every other "
