@@ -103,12 +103,12 @@ def test_a_broken_pool_falls_back_to_this_process(
 class _RaisingPool(_BrokenPool):
     """A pool whose worker raised ValueError for one file (the others are fine)."""
 
-    def submit(self, fn: Any, path: Path, rel: str) -> Future[Any]:
+    def submit(self, fn: Any, path: Path, rel: str, cap: int | None = None) -> Future[Any]:
         future: Future[Any] = Future()
         if rel == "rank1.log":
             future.set_exception(ValueError("bad bytes"))
         else:
-            future.set_result(fn(path, rel))
+            future.set_result(fn(path, rel, cap))
         return future
 
 

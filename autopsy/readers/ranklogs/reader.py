@@ -71,6 +71,10 @@ FORMATS = (
 PARALLEL_BYTES = 64 << 20
 #: Worker processes used for large inputs.
 WORKERS = 2
+#: A file's share of the point budget is never below this (a job of a thousand ranks still
+#: keeps a usable curve per rank); past its share, a file's points are thinned as it is read,
+#: so a worker never sends the whole budget for one file.
+MIN_FILE_POINTS = 20_000
 #: Files in flight per worker (finished results wait at most this long to be merged).
 FLIGHT = 2
 
@@ -122,7 +126,8 @@ def read_group(paths: list[Path], rels: list[str]) -> RunPart:
     problems: list[Problem] = []
     sizes = [_size(p) for p in paths]
     total, done = sum(sizes), 0
-    for i, result in enumerate(_scan_all(paths, rels)):
+    cap = max(gather.budget // max(1, len(paths)), MIN_FILE_POINTS)
+    for i, result in enumerate(_scan_all(paths, rels, cap)):
         done += sizes[i]
         report("reading rank logs", done, total)
         gather.add(result)
@@ -143,7 +148,8 @@ def _total_size(paths: list[Path]) -> int:
     return sum(_size(p) for p in paths)
 
 
-def _scan_all(paths: list[Path], rels: list[str]) -> Iterator[FileResult]:
+def _scan_all(paths: list[Path], rels: list[str], cap: int | None = None
+              ) -> Iterator[FileResult]:
     """Every file's result, in the order given; in worker processes for large inputs.
 
     At most ``FLIGHT × WORKERS`` files are in flight, so finished results never pile up
@@ -155,14 +161,14 @@ def _scan_all(paths: list[Path], rels: list[str]) -> Iterator[FileResult]:
         except (OSError, RuntimeError, NotImplementedError):  # no processes here
             pool = None
         if pool is not None:
-            yield from _in_pool(pool, paths, rels)
+            yield from _in_pool(pool, paths, rels, cap)
             return
     for p, r in zip(paths, rels, strict=True):
-        yield _safe_scan(p, r)
+        yield _safe_scan(p, r, cap)
 
 
-def _in_pool(pool: ProcessPoolExecutor, paths: list[Path], rels: list[str]
-             ) -> Iterator[FileResult]:
+def _in_pool(pool: ProcessPoolExecutor, paths: list[Path], rels: list[str],
+             cap: int | None = None) -> Iterator[FileResult]:
     todo = iter(zip(paths, rels, strict=True))
     flight: deque[tuple[Path, str, Future[FileResult] | None]] = deque()
     broken = False
@@ -175,7 +181,7 @@ def _in_pool(pool: ProcessPoolExecutor, paths: list[Path], rels: list[str]
         future = None
         if not broken:
             try:
-                future = pool.submit(scan_file, *job)
+                future = pool.submit(scan_file, *job, cap)
             except (OSError, RuntimeError):  # the pool broke: scan here from now on
                 broken = True
         flight.append((*job, future))
@@ -195,13 +201,13 @@ def _in_pool(pool: ProcessPoolExecutor, paths: list[Path], rels: list[str]
                     broken = True
                 except ValueError:  # scanned again here, where _safe_scan records it
                     pass
-            yield result if result is not None else _safe_scan(path, rel)
+            yield result if result is not None else _safe_scan(path, rel, cap)
             submit()
 
 
-def _safe_scan(path: Path, rel: str) -> FileResult:
+def _safe_scan(path: Path, rel: str, cap: int | None = None) -> FileResult:
     try:
-        return scan_file(path, rel)
+        return scan_file(path, rel, cap)
     except (OSError, ValueError, MemoryError) as exc:
         out = FileResult(source=rel)
         out.problems.append(Problem(rel, f"cannot read: {type(exc).__name__}: {exc}",

@@ -282,8 +282,11 @@ class _State:
         return self.info.attempt + self.restarts
 
 
-def scan_file(path: Path, rel: str) -> FileResult:
-    """Scan one log (or torchelastic ``error.json``); never raises on bad content."""
+def scan_file(path: Path, rel: str, cap: int | None = None) -> FileResult:
+    """Scan one log (or torchelastic ``error.json``); never raises on bad content.
+
+    ``cap``: the points this file may hold before they are thinned (default: the whole
+    budget; a reader of many files gives each its share)."""
     out = FileResult(source=rel)
     info = path_info(rel)
     if path.name.endswith(".json"):
@@ -295,14 +298,15 @@ def scan_file(path: Path, rel: str) -> FileResult:
         return out
     found = marker_offsets(path)
     if found is not None:
-        fast = _scan_text(path, rel, info, found)
+        fast = _scan_text(path, rel, info, found, cap)
         if fast is not None:
             return fast
-    done = _scan_text(path, rel, info, None)
+    done = _scan_text(path, rel, info, None, cap)
     return done if done is not None else out
 
 
-def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None) -> FileResult | None:
+def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None,
+               cap: int | None = None) -> FileResult | None:
     """Scan a text log; with ``found`` (the fast path's hits), None if they fail a block.
 
     When the tool gave line numbers the blocks' lines are not counted, so a block
@@ -310,6 +314,8 @@ def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None) -> Fil
     searched here: the caller starts again without them.
     """
     out = FileResult(source=rel)
+    if cap is not None:
+        out.scalars = ScalarColumns(cap=cap)
     state = _State(rel, info, out)
     truncated = 0
     size = _progress_size(path)
