@@ -49,6 +49,8 @@ MAX_TRIES = 512
 _TOKEN = re.compile(rb"(?<![\d.])(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?![\d.])")
 _NUMBER = (rb"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|NAN|[-+]?(?:inf|Inf|INF)"
            rb"|[-+]?Infinity)")
+_NUMBER_NC = b"(?:" + _NUMBER[1:]
+_STAMP = rb"(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d{1,6})?)"
 _DIGITS = b"0123456789"
 _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
 
@@ -66,8 +68,13 @@ class Shape:
     wall: tuple[int, ...] | None
     seen: int = 1
     dead: bool = False
-
+    raw: bytes = b""
+    spans: list[tuple[int, int]] = field(default_factory=list)
     columns: list[int] = field(default_factory=list)
+    #: token column -> capture group of :attr:`regex` (1 is the whole line)
+    group_of: dict[int, int] = field(default_factory=dict)
+    #: the group holding the whole ISO time stamp, when it is read as one fixed-width text
+    stamp_group: int | None = None
 
     def resolve(self) -> bool:
         """Trust the shape if enough lines agreed and each role has one column.
@@ -89,7 +96,41 @@ class Shape:
             for i, col in zip(members, sorted(cand), strict=True):
                 columns[i] = col
         self.columns = columns
+        self._compile()
         return True
+
+    def _compile(self) -> None:
+        """The final expression: only the numbers a role reads are captured, and the time
+        stamp (if no role reads a part of it) as one text converted without parsing."""
+        (step,) = self.step
+        step_cols = step[:1] if len(step) == 1 else step[:3]
+        needed = {*step_cols, *self.columns, *([min(self.rank)] if self.rank else [])}
+        stamp = self.wall is not None and not needed & set(self.wall)
+        if self.wall is not None and not stamp:
+            needed |= set(self.wall)
+        parts: list[bytes] = [b"(?m)^("]
+        group = 1
+        last = 0
+        for j, (a, b) in enumerate(self.spans):
+            if stamp and self.wall is not None and j in self.wall:
+                if j == self.wall[0]:
+                    parts.append(_literal(self.raw[last:a]))
+                    group += 1
+                    self.stamp_group = group
+                    parts.append(_STAMP)
+                last = b
+                continue
+            parts.append(_literal(self.raw[last:a]))
+            if j in needed:
+                group += 1
+                self.group_of[j] = group
+                parts.append(_NUMBER)
+            else:
+                parts.append(_NUMBER_NC)
+            last = b
+        parts.append(_literal(self.raw[last:]))
+        parts.append(b")$")
+        self.regex = re.compile(b"".join(parts))
 
     @property
     def train(self) -> bool:
@@ -105,6 +146,16 @@ class Shapes:
     confirmed: list[Shape] = field(default_factory=list)
     known: set[bytes] = field(default_factory=set)  # the keys of the confirmed shapes
     tries: int = 0
+
+
+_SPACES = re.compile(rb" +")
+_ESCAPED_SPACES = re.compile(rb"(?:\\ )+")
+
+
+def _literal(text: bytes) -> bytes:
+    """The text between two numbers as a pattern: itself, a run of spaces any run (numbers
+    are padded to a width: ``iteration      10/`` and ``iteration     100/``)."""
+    return _ESCAPED_SPACES.sub(rb" +", re.escape(text))
 
 
 def _float(tok: bytes) -> float:
@@ -152,7 +203,7 @@ def learn(shapes: Shapes, raw: bytes, got: MetricLine, rank: int | None, path_ra
         return
     if any(not math.isfinite(v) for _, v in got.values) or EVENT_RE.search(raw):
         return
-    key = raw.translate(None, _DIGITS)
+    key = _SPACES.sub(b" ", raw.translate(None, _DIGITS))  # padding widths vary (%8d)
     if key in shapes.known:
         return  # a line of a trusted shape read the usual way (the block it starts)
     toks = list(_TOKEN.finditer(raw))
@@ -168,19 +219,20 @@ def learn(shapes: Shapes, raw: bytes, got: MetricLine, rank: int | None, path_ra
     shape = shapes.learning.get(key)
     if shape is None:
         shapes.tries += 1
-        parts: list[bytes] = [b"(?m)^"]
+        parts: list[bytes] = [b"(?m)^("]  # group 1: the whole line (its length)
         last = 0
         for t in toks:
-            parts.append(re.escape(raw[last:t.start()]))
+            parts.append(_literal(raw[last:t.start()]))
             parts.append(_NUMBER)
             last = t.end()
-        parts.append(re.escape(raw[last:]))
-        parts.append(b"$")
+        parts.append(_literal(raw[last:]))
+        parts.append(b")$")
         try:
             regex = re.compile(b"".join(parts))
         except re.error:
             return
-        shapes.learning[key] = Shape(regex, got.kind, tags, cols, step, ranks, wall_cols)
+        shapes.learning[key] = Shape(regex, got.kind, tags, cols, step, ranks, wall_cols,
+                                     raw=raw, spans=[t.span() for t in toks])
         return
     if shape.dead:
         return
@@ -225,16 +277,55 @@ def _days(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
     return era * 146097 + doe - 719468
 
 
-def _walls(cols: Any, idx: tuple[int, ...] | None, n: int) -> np.ndarray:
+def _digits(column: Any) -> np.ndarray:
+    """A column of fixed-width digit strings as integers (no per-value parse), else the
+    usual conversion."""
+    import numpy as np
+
+    width = column.dtype.itemsize
+    if width and width <= 4:
+        raw = np.frombuffer(column.tobytes(), dtype=np.uint8).reshape(len(column), width)
+        if ((raw >= 48) & (raw <= 57)).all():
+            return (raw.astype(np.int64) - 48) @ (10 ** np.arange(width - 1, -1, -1))
+    return column.astype(np.int64)
+
+
+def _stamp_walls(stamps: Any) -> np.ndarray:
+    """Wall times of ISO stamps (``YYYY-MM-DD hh:mm:ss[.,]fff``) read as a byte matrix:
+    digits at fixed places, no per-value parse."""
+    import numpy as np
+
+    n = len(stamps)
+    width = stamps.dtype.itemsize
+    raw = np.frombuffer(stamps.tobytes(), dtype=np.uint8).reshape(n, width).astype(np.int64)
+    d = raw - 48
+
+    def num(a: int, b: int) -> np.ndarray:
+        return d[:, a:b] @ (10 ** np.arange(b - a - 1, -1, -1))
+
+    y, mo, day, h, mi, s = num(0, 4), num(5, 7), num(8, 10), num(11, 13), num(14, 16), \
+        num(17, 19)
+    wall = _days(y, mo, day).astype(np.float64) * 86400 + h * 3600 + mi * 60 + s
+    if width > 20:  # a fraction: its digits are left-aligned (a shorter row is NUL-padded,
+        frac = raw[:, 20:]  # and its missing digits count as zeros: 0.96 is 0.960)
+        digits = (frac >= 48) & (frac <= 57)
+        value = np.where(digits, frac - 48, 0) @ (10 ** np.arange(width - 21, -1, -1))
+        wall = wall + value / 10.0 ** (width - 20)
+    ok = (mo >= 1) & (mo <= 12) & (day >= 1) & (day <= 31) & (h <= 23) & (mi <= 59) & (s <= 59)
+    return np.where(ok, wall, np.nan)
+
+
+def _walls(col: Any, idx: tuple[int, ...] | None, n: int) -> np.ndarray:
     import numpy as np
 
     if idx is None:
         return np.full(n, np.nan)
-    y, mo, d, h, mi = (cols[:, j].astype(np.int64) for j in idx[:5])
-    s = cols[:, idx[5]].astype(np.float64)
+    y, mo, d, h, mi = (_digits(col(j)) for j in idx[:5])
+    sec = col(idx[5])
+    s = _digits(sec).astype(np.float64) if sec.dtype.itemsize <= 2 else sec.astype(np.float64)
     wall = _days(y, mo, d).astype(np.float64) * 86400 + h * 3600 + mi * 60 + s
     if len(idx) == 7:
-        frac = cols[:, idx[6]]
+        frac = col(idx[6])
         wall = wall + frac.astype(np.float64) / 10.0 ** np.char.str_len(frac)
     ok = (mo >= 1) & (mo <= 12) & (d >= 1) & (d <= 31) & (h <= 23) & (mi <= 59) & (s < 60)
     return np.where(ok, wall, np.nan)
@@ -242,29 +333,48 @@ def _walls(cols: Any, idx: tuple[int, ...] | None, n: int) -> np.ndarray:
 
 def match_block(shapes: Shapes, data: bytes, pos: int = 0) -> list[Matched]:
     """Every line of ``data`` from offset ``pos`` (a line start) that a confirmed shape
-    matches, per shape, as columns."""
+    matches, per shape, as columns.
+
+    One ``split`` of the block by the shape's expression gives, in C, the text between
+    matched lines, each matched line and its numbers; the lines' offsets come from the
+    lengths, and each needed number column is converted by numpy at once.
+    """
     import numpy as np
 
     out: list[Matched] = []
+    text = data if pos == 0 else data[pos:]
     for shape in shapes.confirmed:
-        found = [(m.start(), m.end(), m.groups()) for m in shape.regex.finditer(data, pos)]
-        if not found:
+        pieces = shape.regex.split(text)
+        k = shape.regex.groups  # the line, then its numbers
+        n = (len(pieces) - 1) // (k + 1)
+        if n <= 0:
             continue
-        starts = np.fromiter((f[0] for f in found), dtype=np.int64, count=len(found))
-        ends = np.fromiter((f[1] for f in found), dtype=np.int64, count=len(found))
-        cols = np.array([f[2] for f in found])
+        gap_len = np.fromiter(map(len, pieces[0:-1:k + 1]), dtype=np.int64, count=n)
+        line_len = np.fromiter(map(len, pieces[1::k + 1]), dtype=np.int64, count=n)
+        ends = pos + np.cumsum(gap_len + line_len)
+        starts = ends - line_len
+
+        def col(j: int, n: int = n, k: int = k, pieces: list[bytes] = pieces,
+                shape: Shape = shape) -> Any:
+            return np.array(pieces[shape.group_of[j]::k + 1][:n])
+
         (step_cols,) = shape.step
         if len(step_cols) == 1:
-            steps = cols[:, step_cols[0]].astype(np.float64).astype(np.int64)
+            steps = col(step_cols[0]).astype(np.float64).astype(np.int64)
         else:
             je, ji, jn, off = step_cols
-            e = cols[:, je].astype(np.float64)
-            steps = ((e + off) * cols[:, jn].astype(np.float64)
-                     + cols[:, ji].astype(np.float64)).astype(np.int64)
-        values = np.column_stack([cols[:, c].astype(np.float64) for c in shape.columns])
+            e = col(je).astype(np.float64)
+            steps = ((e + off) * col(jn).astype(np.float64)
+                     + col(ji).astype(np.float64)).astype(np.int64)
+        values = np.empty((n, len(shape.columns)))
+        for i, c in enumerate(shape.columns):
+            values[:, i] = col(c).astype(np.float64)
         ranks = None
         if shape.rank is not None:
-            ranks = cols[:, min(shape.rank)].astype(np.float64).astype(np.int64)
-        out.append(Matched(shape, starts, ends, steps, values, ranks,
-                           _walls(cols, shape.wall, len(found))))
+            ranks = col(min(shape.rank)).astype(np.float64).astype(np.int64)
+        if shape.stamp_group is not None:
+            walls = _stamp_walls(np.array(pieces[shape.stamp_group::k + 1][:n]))
+        else:
+            walls = _walls(col, shape.wall, n)
+        out.append(Matched(shape, starts, ends, steps, values, ranks, walls))
     return out
