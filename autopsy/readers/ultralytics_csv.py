@@ -6,7 +6,8 @@ spaces, and the loss split into parts (``train/box_loss``, ``train/obj_loss`` or
 ``train/dfl_loss``, ``train/cls_loss``; the same under ``val/``) plus ``metrics/*`` and
 ``lr/pg0``/``x/lr0``. YOLO reports no total, so the reader adds the sum of the parts of a
 row as ``train/loss_sum`` (canonical ``loss``) and ``val/loss_sum`` (``eval_loss``), when
-every part of the row is present; the parts stay as their own series.
+every part of the row is present and there are several (a classification run's single
+``train/loss`` is its total already); the parts stay as their own series.
 
 ``results.txt`` lines are ``epoch/last  gpu_mem  box  obj  cls  total  targets  img_size
 P  R  mAP@.5  mAP@.5:.95  val_box  val_obj  val_cls``: ``total`` is YOLO's own train
@@ -62,7 +63,8 @@ def read(path: Path, rel: str) -> RunPart:
 
 
 def _add_sum(table: Table, step: int, prefix: str, parts: list[float | None]) -> None:
-    if parts and all(p is not None for p in parts):
+    # one part (a classification run's train/loss) is already the total
+    if len(parts) > 1 and all(p is not None for p in parts):
         total = math.fsum(p for p in parts if p is not None)
         table.add(step, f"{prefix}/loss_sum", total)
 
