@@ -450,16 +450,14 @@ def _hits_around(data: bytes, fast: _Fast, events: bool = True) -> list[int]:
 
 
 def _gaps(fast: _Fast, size: int) -> list[tuple[int, int]]:
-    """The byte ranges of a block between its shape lines."""
-    out = []
-    prev = 0
-    for a, b in zip(fast.starts.tolist(), fast.ends.tolist(), strict=True):
-        if a > prev:
-            out.append((prev, a))
-        prev = b
-    if prev < size:
-        out.append((prev, size))
-    return out
+    """The byte ranges of a block between its shape lines (only the newline between two
+    consecutive shape lines is not a gap)."""
+    import numpy as np
+
+    lo = np.concatenate(([0], fast.ends))
+    hi = np.concatenate((fast.starts, [size]))
+    wide = np.flatnonzero(hi - lo > 1)
+    return list(zip(lo[wide].tolist(), hi[wide].tolist(), strict=True))
 
 
 @dataclass

@@ -128,7 +128,7 @@ class Shape:
             else:
                 parts.append(_NUMBER_NC)
             last = b
-        parts.append(_literal(self.raw[last:]))
+        parts.append(_literal(self.raw[last:], before_number=False))
         parts.append(b")$")
         self.regex = re.compile(b"".join(parts))
 
@@ -149,13 +149,19 @@ class Shapes:
 
 
 _SPACES = re.compile(rb" +")
+_PADDING = re.compile(rb" +(?=\d)")
 _ESCAPED_SPACES = re.compile(rb"(?:\\ )+")
+_ESCAPED_TRAILING = re.compile(rb"(?:\\ )+$")
 
 
-def _literal(text: bytes) -> bytes:
-    """The text between two numbers as a pattern: itself, a run of spaces any run (numbers
-    are padded to a width: ``iteration      10/`` and ``iteration     100/``)."""
-    return _ESCAPED_SPACES.sub(rb" +", re.escape(text))
+def _literal(text: bytes, before_number: bool = True) -> bytes:
+    """The text between two numbers as a pattern: itself, a run of spaces any run of one or
+    more, and spaces right before a number any run at all (numbers are padded to a width:
+    ``iteration      10/`` and ``iteration     100/``, ``[  9/735]`` and ``[100/735]``)."""
+    pattern = re.escape(text)
+    if before_number:
+        pattern = _ESCAPED_TRAILING.sub(rb" *", pattern)
+    return _ESCAPED_SPACES.sub(rb" +", pattern)
 
 
 def _float(tok: bytes) -> float:
@@ -203,7 +209,9 @@ def learn(shapes: Shapes, raw: bytes, got: MetricLine, rank: int | None, path_ra
         return
     if any(not math.isfinite(v) for _, v in got.values) or EVENT_RE.search(raw):
         return
-    key = _SPACES.sub(b" ", raw.translate(None, _DIGITS))  # padding widths vary (%8d)
+    # padding widths vary (%8d, [%3d/735]): spaces before a number do not count, other runs
+    # of spaces count as one
+    key = _SPACES.sub(b" ", _PADDING.sub(b"", raw).translate(None, _DIGITS))
     if key in shapes.known:
         return  # a line of a trusted shape read the usual way (the block it starts)
     toks = list(_TOKEN.finditer(raw))
@@ -225,7 +233,7 @@ def learn(shapes: Shapes, raw: bytes, got: MetricLine, rank: int | None, path_ra
             parts.append(_literal(raw[last:t.start()]))
             parts.append(_NUMBER)
             last = t.end()
-        parts.append(_literal(raw[last:]))
+        parts.append(_literal(raw[last:], before_number=False))
         parts.append(b")$")
         try:
             regex = re.compile(b"".join(parts))

@@ -144,8 +144,13 @@ def _events(loss: pd.Series, ctx: RuleContext) -> list[_Event]:
     level = np.log(finite) if (values > 0).all() else finite
     trend = level.rolling(int(ctx["detrend_points"]), center=True, min_periods=1).median()
     scores = spike_scores(level - trend, window=window, min_periods=min_periods)["score"]
-    spikes = [replace(s, score=float(scores[s.step])) for s in spikes
-              if scores[s.step] >= ctx["min_score"]]
+    # the detrended score of each candidate, looked up by position (one numpy step, not a
+    # pandas lookup per candidate: a noisy 750k-point loss has tens of thousands)
+    score_of = scores.to_numpy(dtype=float)[
+        scores.index.get_indexer(np.array([sp.step for sp in spikes], dtype=np.int64))] \
+        if spikes else np.empty(0)
+    spikes = [replace(sp, score=float(sc)) for sp, sc in zip(spikes, score_of, strict=True)
+              if sc >= ctx["min_score"]]
     events: list[_Event] = []
     until = -1  # index up to which the current event lasts
     for spike in spikes:
