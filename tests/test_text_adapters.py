@@ -271,3 +271,21 @@ def test_cuda_device_side_assert_lines_are_events(tmp_path: Path) -> None:
     events = autopsy.load_run(tmp_path).events
     assert events["kind"].astype(str).tolist() == ["traceback"]
     assert events["details"].iloc[0]["exception"] == "CUDA error"
+
+
+def test_mxnet_module_fit_lines(tmp_path: Path) -> None:
+    # the lines of MXNet's Speedometer callback and Module.fit (callback.py, base_module.py)
+    s = _read(tmp_path, (
+        "INFO:root:Epoch[0] Batch [100]\tSpeed: 1234.56 samples/sec\taccuracy=0.123456\t"
+        "cross-entropy=2.300000\n"
+        "INFO:root:Epoch[0] Batch [200]\tSpeed: 1200.00 samples/sec\taccuracy=0.223456\t"
+        "cross-entropy=2.100000\n"
+        "INFO:root:Epoch[0] Train-accuracy=0.250000\n"
+        "INFO:root:Epoch[0] Time cost=120.500\n"
+        "INFO:root:Epoch[0] Validation-accuracy=0.300000\n"
+        "INFO:root:Epoch[1] Batch [100]\tSpeed: 1100.00 samples/sec\taccuracy=0.4\t"
+        "cross-entropy=nan\n"))
+    assert _same(_series(s, "loss"), [(100, 2.3), (200, 2.1), (301, math.nan)])
+    assert _same(_series(s, "throughput"), [(100, 1234.56), (200, 1200.0), (301, 1100.0)])
+    assert _same(_series(s, "eval_accuracy"), [(200, 0.3)])
+    assert _same(_series(s, "train_accuracy"), [(200, 0.25)])

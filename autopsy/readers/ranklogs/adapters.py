@@ -414,6 +414,45 @@ def parse_json_key_line(text: str, ctx: LineContext) -> MetricLine | None:
     return None
 
 
+_MX_BATCH = re.compile(r"\bEpoch\[(\d+)\]\s+Batch\s*\[(\d+)(?:-(\d+))?\]")
+_MX_EPOCH = re.compile(r"\bEpoch\[(\d+)\]\s+(Train|Validation)-([\w-]+)=(" + _NUM + r")"
+                       r"|\bEpoch\[(\d+)\]\s+Time cost=(" + _NUM + r")")
+_MX_PAIR = re.compile(r"(?:^|\s)([A-Za-z][\w-]*)=(" + _NUM + r")(?=\s|$)")
+
+
+def parse_mxnet(text: str, ctx: LineContext) -> MetricLine | None:
+    """MXNet ``Module.fit`` lines: the Speedometer's ``Epoch[e] Batch [b]\tSpeed: X
+    samples/sec\tname=value...`` (step: the batches of earlier epochs added up, as for
+    GluonCV), and the epoch's ``Epoch[e] Train-name=value``, ``Validation-name=value`` and
+    ``Time cost=X`` (at the epoch's last batch step)."""
+    m = _MX_BATCH.search(text)
+    if m is not None:
+        e = int(m.group(1))
+        i = int(m.group(3) or m.group(2))
+        if ctx.pos_epoch is not None and e != ctx.pos_epoch:
+            ctx.pos_offset += ctx.pos_top + 1
+            ctx.pos_top = 0
+        ctx.pos_epoch = e
+        ctx.pos_top = max(ctx.pos_top, i)
+        pairs = [(k, _float(v)) for k, v in _MX_PAIR.findall(text[m.end():])]
+        sp = re.search(r"Speed:\s*(" + _NUM + r")", text)
+        if sp:
+            pairs.insert(0, ("samples_per_second", _float(sp.group(1))))
+        return MetricLine("mxnet", ctx.pos_offset + i, pairs, stateless=False) \
+            if pairs else None
+    m = _MX_EPOCH.search(text)
+    if m is None:
+        return None
+    if m.group(5) is not None:
+        key, value = "epoch_time", m.group(6)
+    else:
+        key = ("train_" if m.group(2) == "Train" else "val_") + m.group(3)
+        value = m.group(4)
+    step = ctx.pos_offset + ctx.pos_top if ctx.pos_epoch is not None else int(m.group(1) or 0)
+    kind = "mxnet_eval" if key.startswith("val_") else "mxnet_epoch"
+    return MetricLine(kind, step, [(key, _float(value))], stateless=False)
+
+
 _EPOCH_ITER = (
     re.compile(r"(?i)\bepoch\s*:?\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*(?:/\s*(\d+)\s*)?\]"),
     re.compile(r"(?i)\bepoch\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?.{0,40}?"
@@ -490,8 +529,9 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
 
 #: Adapters tried in order on a line holding a loss (or an ``Epoch``/``Iteration`` marker);
 #: :func:`parse_generic_pairs` is tried last, after the built-in generic parser.
-ADAPTERS = (parse_json_line, parse_mmengine, parse_detectron2, parse_torchtitan, parse_nanotron,
-            parse_deepspeed_pipe, parse_caffe, parse_tf, parse_bar, parse_keras_batches)
+ADAPTERS = (parse_json_line, parse_mxnet, parse_mmengine, parse_detectron2, parse_torchtitan,
+            parse_nanotron, parse_deepspeed_pipe, parse_caffe, parse_tf, parse_bar,
+            parse_keras_batches)
 
 
 def parse_line(text: str, ctx: LineContext) -> MetricLine | None:

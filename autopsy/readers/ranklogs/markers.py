@@ -56,6 +56,7 @@ EVENT_MARKERS: tuple[bytes, ...] = (
 METRIC_MARKERS: tuple[bytes, ...] = (
     b"loss", b"Loss", b"LOSS", b"step=", b"logging_steps",
     b"ntropy",  # MXNet's CrossEntropy / cross-entropy metric
+    b"] Batch [", b"] Train-", b"] Validation-", b"] Time cost=",  # MXNet Module.fit
     b'": ',  # a pretty-printed JSON object's "key": value lines (a pasted log_history)
     b"Epoch ",  # a Keras ``Epoch 2/10`` line (it numbers the progress lines after it)
     b", lr = ",  # Caffe ``Iteration N, lr = X``

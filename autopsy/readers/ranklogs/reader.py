@@ -55,6 +55,9 @@ FORMATS = (
     Format("keras_stdout", "Keras Epoch N/M and progress lines (- loss: X - val_loss: Y)",
            _TEXT, "train.log"),
     Format("tqdm_log", "a plain loop's tqdm bars with a loss=... postfix", _TEXT, "train.log"),
+    Format("mxnet_log", "MXNet Module.fit (Epoch[e] Batch [b] Speed: ... name=value, "
+           "Train-/Validation- lines) and GluonCV ([Epoch e][Batch b] ...) logs", _TEXT,
+           "train.log"),
     Format("generic_log", "step/iter/epoch N ... loss X lines of any other loop", _TEXT,
            "train.log"),
     Format("pytorch_traceback", "Python tracebacks, CUDA OOM and error messages", ("events",),
