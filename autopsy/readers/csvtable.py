@@ -9,17 +9,20 @@ only (counted in one problem per file). A row that ``csv`` cannot parse costs th
 from __future__ import annotations
 
 import csv
-import io
 import math
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from autopsy.model.problem import Problem
 from autopsy.model.scalars import empty_scalars, make_scalars
 
-#: Tables larger than this are read up to this many bytes (the rest is a problem).
-MAX_TABLE_BYTES = 512 << 20
+#: Tables larger than this are read up to this many bytes (the rest is a problem): metric
+#: tables are kilobytes to a few megabytes; at 20 bytes a point kept, 64 MiB of the
+#: densest table (``1,2`` rows) is under 400 MB.
+MAX_TABLE_BYTES = 64 << 20
 #: A header line longer than this is not a metrics table (sniffing stops there).
 MAX_HEADER_CHARS = 16 << 10
 #: Spellings of non-finite values that frameworks write into CSV cells.
@@ -74,27 +77,54 @@ def header_of(head: bytes) -> list[str] | None:
 
 @dataclass
 class Table:
-    """Points read from one table, as columns."""
+    """Points read from one table, as compact columns (8 bytes a value, not a tuple)."""
 
     rel: str
-    steps: list[int] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    values: list[float] = field(default_factory=list)
+    steps: array = field(default_factory=lambda: array("q"))
+    codes: array = field(default_factory=lambda: array("i"))
+    values: array = field(default_factory=lambda: array("d"))
+    names: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     bad_cells: int = 0
     bad_rows: int = 0
+    _code: dict[str, int] = field(default_factory=dict)
 
     def add(self, step: int, tag: str, value: float) -> None:
         """One point."""
+        code = self._code.get(tag)
+        if code is None:
+            code = self._code[tag] = len(self.names)
+            self.names.append(tag)
         self.steps.append(step)
-        self.tags.append(tag)
+        self.codes.append(code)
         self.values.append(value)
+
+    def add_cells(self, step: int, row: list[str], cols: list[tuple[int, str]]) -> None:
+        """The numeric cells of one row at ``step`` (``cols``: index and name of each
+        column read); an empty cell is no point, a cell that is not a number costs itself."""
+        for i, name in cols:
+            if i >= len(row):
+                break
+            cell = row[i]
+            if not cell.strip():
+                continue
+            v = cell_value(cell)
+            if v is None:
+                self.bad_cells += 1
+                continue
+            self.add(step, name, v)
 
     def frame(self, segment: int = 0):  # type: ignore[no-untyped-def]
         """The points as a scalars frame (``raw_tag`` the column name)."""
+        import numpy as np
+        import pandas as pd
+
         if not self.steps:
             return empty_scalars()
-        return make_scalars(self.steps, self.tags, self.values, segment=segment,
+        tags = pd.Categorical.from_codes(np.frombuffer(self.codes, dtype=np.intc).copy(),
+                                         categories=self.names)
+        return make_scalars(np.frombuffer(self.steps, dtype=np.int64), tags,
+                            np.frombuffer(self.values, dtype=np.float64), segment=segment,
                             source=self.rel)
 
     def close(self) -> None:
@@ -109,32 +139,73 @@ class Table:
                 kind="bad_row", count=self.bad_rows))
 
 
+#: A longer line is skipped (counted as a bad row), never held whole.
+MAX_LINE_BYTES = 1 << 20
+
+
+def bounded_lines(fh: BinaryIO, table: Table) -> Iterator[bytes]:
+    """The lines of a binary file, up to :data:`MAX_TABLE_BYTES` in all (then a problem);
+    a line over :data:`MAX_LINE_BYTES` is skipped a chunk at a time and counted as a bad
+    row, so memory stays bounded whatever the file holds."""
+    read = 0
+    while True:
+        raw = fh.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        read += len(raw)
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            table.bad_rows += 1
+            while raw and not raw.endswith(b"\n"):  # the rest of the over-long line
+                raw = fh.readline(MAX_LINE_BYTES)
+                read += len(raw)
+            if read > MAX_TABLE_BYTES:
+                break
+            continue
+        if read > MAX_TABLE_BYTES:
+            break
+        yield raw
+    table.problems.append(Problem(table.rel, f"larger than {MAX_TABLE_BYTES >> 20} MiB",
+                                  used="its first part", kind="truncated"))
+
+
+def _text_lines(fh: BinaryIO, table: Table) -> Iterator[str]:
+    """The file's lines as text (see :func:`bounded_lines`), NUL bytes and a BOM dropped,
+    bad bytes replaced."""
+    first = True
+    for raw in bounded_lines(fh, table):
+        text = raw.decode("utf-8", errors="replace").replace("\0", "")
+        if first:
+            text = text.lstrip("\ufeff")
+            first = False
+        yield text
+
+
 def rows(path: Path, table: Table, delimiter: str = ",") -> Iterator[list[str]]:
-    """The rows of a CSV file after its header (header first), tolerating bad rows."""
+    """The rows of a CSV file after its header (header first), tolerating bad rows.
+
+    The file is streamed: memory follows the points kept, not the file."""
     try:
-        size = path.stat().st_size
         fh = open(path, "rb")
     except OSError as exc:
         table.problems.append(Problem(table.rel, f"cannot read: {exc.strerror}",
                                       kind="unreadable"))
         return
     with fh:
-        raw = fh.read(MAX_TABLE_BYTES)
-    if size > MAX_TABLE_BYTES:
-        table.problems.append(Problem(table.rel, f"larger than {MAX_TABLE_BYTES >> 20} MiB",
-                                      used="its first part", kind="truncated"))
-    text = raw.decode("utf-8", errors="replace").lstrip("\ufeff").replace("\0", "")
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error:
-            table.bad_rows += 1
-            continue
-        if row:  # a blank line (Keras on Windows ends rows with \r\r\n) is no row
-            yield row
+        reader = csv.reader(_text_lines(fh, table), delimiter=delimiter)
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error:
+                table.bad_rows += 1
+                continue
+            except OSError as exc:
+                table.problems.append(Problem(table.rel, f"read stopped early: {exc}",
+                                              used="the rows before it", kind="truncated"))
+                return
+            if row:  # a blank line (Keras on Windows ends rows with \r\r\n) is no row
+                yield row
 
 
 def step_of(text: str) -> int | None:

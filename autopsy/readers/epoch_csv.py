@@ -21,7 +21,7 @@ from pathlib import Path
 
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
-from autopsy.readers.csvtable import Table, cell_value, delimiter_of, header_of, rows, step_of
+from autopsy.readers.csvtable import Table, delimiter_of, header_of, rows, step_of
 from autopsy.readers.registry import Format
 
 NAME = "epoch_csv"
@@ -96,16 +96,6 @@ def read(path: Path, rel: str) -> RunPart:
         if step is None:
             table.bad_rows += 1
             continue
-        for i, n in cols:
-            if i >= len(row):
-                break
-            cell = row[i]
-            if not cell.strip():
-                continue
-            v = cell_value(cell)
-            if v is None:
-                table.bad_cells += 1
-                continue
-            table.add(step, n, v)
+        table.add_cells(step, row, cols)
     table.close()
     return RunPart(scalars=table.frame(), problems=table.problems)

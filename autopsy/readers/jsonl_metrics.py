@@ -9,8 +9,8 @@ adding the iterations of the epochs before (the largest ``iter`` seen in each). 
 ``mode: "val"`` lines are evaluation: their keys are prefixed ``val_`` (``val_loss`` is
 ``eval_loss``) and they take the last training step. Numeric values (and ``"nan"``,
 ``"inf"`` strings) are points; other values are skipped; a line that is not JSON costs
-that line (counted in one problem); a line over :data:`MAX_LINE_BYTES` is skipped the
-same way.
+that line (counted in one problem); a line over ``csvtable.MAX_LINE_BYTES`` is skipped the
+same way, and the file is read a line at a time.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
-from autopsy.readers.csvtable import MAX_TABLE_BYTES, NONFINITE, Table
+from autopsy.readers.csvtable import Table, bounded_lines, cell_value
 from autopsy.readers.registry import Format
 
 NAME = "jsonl_metrics"
@@ -37,8 +37,6 @@ FORMATS = (
 #: Step keys, most precise first.
 STEP_KEYS: tuple[str, ...] = ("iteration", "step", "global_step", "_step", "num_updates",
                               "update")
-#: A line longer than this is not parsed.
-MAX_LINE_BYTES = 1 << 20
 SNIFF_HEAD = 4096
 _NOT_OURS = frozenset({"trainer_state.json", "config.json", "generation_config.json",
                        "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -72,11 +70,7 @@ def _number(value: Any) -> float | None:
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, str):
-        t = value.strip()
-        try:
-            return float(t)
-        except ValueError:
-            return NONFINITE.get(t.lower())
+        return cell_value(value)
     return None
 
 
@@ -110,25 +104,23 @@ class _Steps:
 
 
 def read(path: Path, rel: str) -> RunPart:
-    """Read one JSON-lines file of metrics."""
+    """Read one JSON-lines file of metrics, a line at a time."""
     table = Table(rel)
     try:
         with open(path, "rb") as fh:
-            data = fh.read(MAX_TABLE_BYTES + 1)
+            _read_lines(fh, table)
     except OSError as exc:
-        return RunPart(problems=[Problem(rel, f"cannot read: {exc.strerror}",
-                                         kind="unreadable")])
-    if len(data) > MAX_TABLE_BYTES:
-        data = data[:MAX_TABLE_BYTES]
-        table.problems.append(Problem(rel, f"larger than {MAX_TABLE_BYTES >> 20} MiB",
-                                      used="its first part", kind="truncated"))
+        table.problems.append(Problem(rel, f"read stopped early: {exc}",
+                                      used="the lines before it", kind="truncated"))
+    table.close()
+    return RunPart(scalars=table.frame(), problems=table.problems)
+
+
+def _read_lines(fh: BinaryIO, table: Table) -> None:
     steps = _Steps()
-    for raw in data.split(b"\n"):
+    for raw in bounded_lines(fh, table):
         raw = raw.strip()
         if not raw:
-            continue
-        if len(raw) > MAX_LINE_BYTES:
-            table.bad_rows += 1
             continue
         try:
             doc = json.loads(raw.decode("utf-8", errors="replace"))
@@ -150,5 +142,3 @@ def read(path: Path, rel: str) -> RunPart:
             if v is None:
                 continue
             table.add(step, prefix + key, v)
-    table.close()
-    return RunPart(scalars=table.frame(), problems=table.problems)

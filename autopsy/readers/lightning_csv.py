@@ -25,7 +25,7 @@ from autopsy.model.config import ConfigValue
 from autopsy.model.problem import Problem
 from autopsy.model.scalars import concat_scalars
 from autopsy.readers.base import RunPart, head
-from autopsy.readers.csvtable import Table, cell_value, header_of, rows, step_of
+from autopsy.readers.csvtable import Table, header_of, rows, step_of
 from autopsy.readers.registry import Format
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -115,17 +115,7 @@ def read_metrics(path: Path, rel: str) -> Table:
         if step is None:
             table.bad_rows += 1
             continue
-        for i, name in cols:
-            if i >= len(row):
-                break
-            cell = row[i]
-            if not cell.strip():
-                continue
-            v = cell_value(cell)
-            if v is None:
-                table.bad_cells += 1
-                continue
-            table.add(step, name, v)
+        table.add_cells(step, row, cols)
     table.close()
     return table
 

@@ -31,6 +31,10 @@ FORMATS = (
 #: Files larger than this are not read as a log history (histories are a few MB at most).
 MAX_BYTES = 64 << 20
 SNIFF_HEAD = 4096
+#: The Python form of a list is parsed by ``ast.literal_eval`` only up to this size (its
+#: parse tree takes about 100 times the text); a longer one is read as JSON, as far as
+#: it goes.
+MAX_LITERAL_CHARS = 2 << 20
 _ENTRY = re.compile(rb"""^\s*\[\s*\{\s*['"](?:loss|eval_loss|epoch|learning_rate|grad_norm"""
                     rb"""|step|train_runtime)['"]\s*:""")
 _NONFINITE = re.compile(r"(?<=[:\s\[,])(-?(?:nan|inf))(?=\s*[,}\]])")
@@ -56,8 +60,11 @@ def _parse(text: str, copy: _Copy) -> dict[str, Any] | None:
         data = None
     if data is None and stripped.startswith("["):
         try:
+            if len(stripped) > MAX_LITERAL_CHARS:  # the parse tree is ~100x the text
+                raise ValueError("too long for a literal parse")
             data = ast.literal_eval(_NONFINITE.sub(r"'\1'", stripped))
-        except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
+        except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError,
+                OverflowError):
             entries: list[Any] = []
             try:
                 _array_items(json.JSONDecoder(), stripped, 1, entries)
