@@ -413,7 +413,8 @@ _SLURM_CANCEL = re.compile(r"\*\*\* (JOB|STEP) ([\w.]+) ON (\S+) CANCELLED AT (\
 _SLURM_MEM = re.compile(r"(?:Job|Step) ([\w.]+) exceeded memory limit \((\d+) > (\d+)\)")
 _KERNEL_OOM = re.compile(r"(?:Out of memory|Memory cgroup out of memory): Killed process (\d+)"
                          r"(?: \(([^)]*)\))?")
-_OOM_KILL = re.compile(r"\boom[-_]kill(?:ed)?\b.*?(?:pid=(\d+)|task=(\S+?),)", re.IGNORECASE)
+_OOM_KILL = re.compile(r"\boom[-_]kill(?:ed)?\b", re.IGNORECASE)
+_OOM_PID = re.compile(r"\bpid=(\d+)")
 #: NaN/Inf messages printed by frameworks (detectron2, TF NanTensorHook/Estimator, Keras
 #: TerminateOnNaN): the step is the one in the message, else the last logged.
 _NAN_MESSAGE = re.compile(r"Loss became infinite or NaN at iteration=(\d+)"
@@ -474,11 +475,12 @@ def scheduler_events(text: str) -> list[tuple[EventKind, Details]]:
             d["process"] = m.group(2)
         out.append((EventKind.HOST_KILL, d))
     elif "oom" in text.lower():
-        m = _OOM_KILL.search(text)
-        if m:
+        m = _OOM_KILL.search(text)  # then its pid, searched once after it (linear)
+        if m and ("pid=" in text or "task=" in text):
             d = {"why": "kernel OOM killer"}
-            if m.group(1):
-                d["pid"] = int(m.group(1))
+            p = _OOM_PID.search(text, m.end())
+            if p:
+                d["pid"] = int(p.group(1))
             out.append((EventKind.HOST_KILL, d))
     m = _NAN_MESSAGE.search(text)
     if m:
