@@ -307,12 +307,9 @@ def scan_file(path: Path, rel: str, cap: int | None = None) -> FileResult:
 
 def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None,
                cap: int | None = None) -> FileResult | None:
-    """Scan a text log; with ``found`` (the fast path's hits), None if they fail a block.
-
-    When the tool gave line numbers the blocks' lines are not counted, so a block
-    the hits do not fit (an over-long line, a file changed meanwhile) cannot be
-    searched here: the caller starts again without them.
-    """
+    """Scan a text log; with ``found`` (the fast path's hits), None if they fail a block
+    (an over-long line, a file changed meanwhile): the caller starts again without them.
+    Lines are counted here, block by block (the shape-read lines have no tool line)."""
     out = FileResult(source=rel)
     if cap is not None:
         out.scalars = ScalarColumns(cap=cap)
@@ -444,8 +441,7 @@ def _hits_around(data: bytes, fast: _Fast, events: bool = True) -> list[int]:
     between the shape lines."""
     starts = set(hit_lines(data, EVENT_MARKERS)) if events else set()
     for a, b in _gaps(fast, len(data)):
-        if b - a > 1:
-            starts.update(a + x for x in hit_lines(data[a:b], METRIC_MARKERS))
+        starts.update(a + x for x in hit_lines(data[a:b], METRIC_MARKERS))
     return sorted(starts)
 
 
@@ -522,8 +518,8 @@ def _add_fast(fast: _Fast, lo: int, hi: int, data: bytes, first_line: int, st: _
     # step and values as the rank's previous line, no NaN in it)
     keep = np.ones(n, dtype=bool)
     prev = np.full(n, -1)
-    for rk in np.unique(ranks).tolist():
-        sel = np.flatnonzero(ranks == rk)
+    groups = _by_rank(ranks)
+    for rk, sel in groups:
         prev[sel[1:]] = sel[:-1]
         j = int(sel[0])  # the rank's first line here: against its last line before
         before = st.last_points.get(None if rk == NO_RANK else rk)
@@ -545,9 +541,12 @@ def _add_fast(fast: _Fast, lo: int, hi: int, data: bytes, first_line: int, st: _
         keep[idx[(a == b).all(axis=1) & ~np.isnan(a).any(axis=1)]] = False
     # segments: a training step lower than the rank's last training step is a restart
     restart = np.zeros(n, dtype=bool)
-    for rk in np.unique(ranks).tolist():
+    for rk, mine in groups:
         key = None if rk == NO_RANK else rk
-        sel = np.flatnonzero((ranks == rk) & train & keep)
+        kept = mine[keep[mine]]
+        if not len(kept):
+            continue
+        sel = kept[train[kept]]
         if len(sel):
             s = steps[sel]
             top = st.top_step.get(key)
@@ -555,20 +554,16 @@ def _add_fast(fast: _Fast, lo: int, hi: int, data: bytes, first_line: int, st: _
                                          s[:-1]))
             restart[sel] = s < prev_steps
             st.top_step[key] = int(s[-1])
-        kept = np.flatnonzero((ranks == rk) & keep)
-        if len(kept):
-            st.last_step[key] = int(steps[kept[-1]])
-            p, r = int(part[kept[-1]]), int(row[kept[-1]])
-            m = fast.matched[p]
-            st.last_points[key] = (int(steps[kept[-1]]),
-                                   tuple(zip(m.shape.tags, m.values[r].tolist(), strict=True)))
-            if m.shape.kind == "mmengine":
-                ctx = st.contexts.get(key)
+            if fast.matched[int(part[sel[-1]])].shape.kind == "mmengine":
+                ctx = st.contexts.get(key)  # what its evaluation lines are stepped at
                 if ctx is None:
                     ctx = st.contexts[key] = LineContext()
-                tr = np.flatnonzero((ranks == rk) & keep & train)
-                if len(tr):
-                    ctx.train_step = int(steps[tr[-1]])
+                ctx.train_step = int(s[-1])
+        last = int(kept[-1])
+        st.last_step[key] = int(steps[last])
+        m = fast.matched[int(part[last])]
+        st.last_points[key] = (int(steps[last]), tuple(zip(
+            m.shape.tags, m.values[int(row[last])].tolist(), strict=True)))
     segs = st.info.attempt + st.restarts + np.cumsum(restart)
     st.restarts += int(restart.sum())
     # the points, line by line in file order
@@ -593,6 +588,17 @@ def _add_fast(fast: _Fast, lo: int, hi: int, data: bytes, first_line: int, st: _
     tags = _codes_in_order(codes_by_part, part[order])
     cols.add_columns(np.repeat(steps[order], k), tags, values, np.repeat(walls[order], k),
                      np.repeat(ranks[order], k), np.repeat(segs[order], k))
+
+
+def _by_rank(ranks: Any) -> list[tuple[int, Any]]:
+    """Each rank with the positions of its lines, in order (one sort, not a pass over all
+    lines per rank: a log of thousands of ranks stays linear-logarithmic)."""
+    import numpy as np
+
+    order = np.argsort(ranks, kind="stable")
+    values, first = np.unique(ranks[order], return_index=True)
+    bounds = [*first.tolist(), len(order)]
+    return [(int(v), order[bounds[i]:bounds[i + 1]]) for i, v in enumerate(values.tolist())]
 
 
 def _rows_in_order(fast: _Fast, parts: Any, rows: Any) -> Any:

@@ -45,6 +45,13 @@ MAX_LINE = 2048
 MAX_SHAPES = 64
 #: Shapes tried per file before learning gives up (too many that never confirm).
 MAX_TRIES = 512
+#: A line with more numbers is never learned (a shape's first line costs the square of
+#: its numbers, to find which ones give the step).
+MAX_TOKENS = 64
+#: A shape still ambiguous after this many lines is given up (its lines are parsed one by
+#: one, as without shapes): an mmengine epoch of up to this many iterations is enough to
+#: tell ``(e - 1) × n + i`` from ``i``.
+MAX_SEEN = 4096
 
 _TOKEN = re.compile(rb"(?<![\d.])(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?![\d.])")
 _NUMBER = (rb"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|NAN|[-+]?(?:inf|Inf|INF)"
@@ -59,7 +66,6 @@ _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6
 class Shape:
     """One learned line shape (see the module docstring)."""
 
-    regex: re.Pattern[bytes]
     kind: str
     tags: tuple[str, ...]
     value_cols: list[set[int]]
@@ -68,6 +74,8 @@ class Shape:
     wall: tuple[int, ...] | None
     seen: int = 1
     dead: bool = False
+    #: the line's expression, made when the shape is trusted (:meth:`_compile`)
+    regex: re.Pattern[bytes] = field(default_factory=lambda: re.compile(b"(?!)"))
     raw: bytes = b""
     spans: list[tuple[int, int]] = field(default_factory=list)
     columns: list[int] = field(default_factory=list)
@@ -168,6 +176,14 @@ def _float(tok: bytes) -> float:
     return float(tok)
 
 
+def _step_of(cand: tuple[int, ...], nums: list[float]) -> float:
+    """The step a candidate gives on a line's numbers."""
+    if len(cand) == 1:
+        return nums[cand[0]]
+    je, ji, jn, off = cand
+    return (nums[je] + off) * nums[jn] + nums[ji]
+
+
 def _step_candidates(nums: list[float], step: int) -> set[tuple[int, ...]]:
     """Columns that give ``step``: one column, else ``(e + off) × n + i`` of three."""
     out: set[tuple[int, ...]] = {(j,) for j, v in enumerate(nums) if v == step
@@ -217,41 +233,35 @@ def learn(shapes: Shapes, raw: bytes, got: MetricLine, rank: int | None, path_ra
     toks = list(_TOKEN.finditer(raw))
     nums = [_float(t.group()) for t in toks]
     tags = tuple(t for t, _ in got.values)
-    cols = [{j for j, x in enumerate(nums) if x == v} for _, v in got.values]
-    step = _step_candidates(nums, got.step)
-    ranks = None
-    if path_rank is None and rank is not None:
-        ranks = {j for j, x in enumerate(nums) if x == rank}
     text = raw.decode("ascii")
     wall_cols = _wall_columns(text, [t.span() for t in toks], wall)
+    with_rank = path_rank is None and rank is not None
     shape = shapes.learning.get(key)
-    if shape is None:
-        shapes.tries += 1
-        parts: list[bytes] = [b"(?m)^("]  # group 1: the whole line (its length)
-        last = 0
-        for t in toks:
-            parts.append(_literal(raw[last:t.start()]))
-            parts.append(_NUMBER)
-            last = t.end()
-        parts.append(_literal(raw[last:], before_number=False))
-        parts.append(b")$")
-        try:
-            regex = re.compile(b"".join(parts))
-        except re.error:
+    if shape is None:  # every candidate column of every role (once per shape)
+        if len(toks) > MAX_TOKENS:
             return
-        shapes.learning[key] = Shape(regex, got.kind, tags, cols, step, ranks, wall_cols,
-                                     raw=raw, spans=[t.span() for t in toks])
+        shapes.tries += 1
+        cols = [{j for j, x in enumerate(nums) if x == v} for _, v in got.values]
+        ranks = {j for j, x in enumerate(nums) if x == rank} if with_rank else None
+        shapes.learning[key] = Shape(got.kind, tags, cols, _step_candidates(nums, got.step),
+                                     ranks, wall_cols, raw=raw,
+                                     spans=[t.span() for t in toks])
         return
     if shape.dead:
         return
     shape.seen += 1
-    shape.value_cols = [a & b for a, b in zip(shape.value_cols, cols, strict=False)]
-    shape.step &= step
-    if shape.rank is not None and ranks is not None:
-        shape.rank &= ranks
-    if (shape.kind != got.kind or shape.tags != tags or not shape.step
-            or any(not c for c in shape.value_cols) or (shape.rank is None) != (ranks is None)
-            or (shape.rank is not None and not shape.rank) or shape.wall != wall_cols):
+    if (shape.seen > MAX_SEEN or len(nums) != len(shape.spans) or shape.kind != got.kind
+            or shape.tags != tags or (shape.rank is None) == with_rank
+            or shape.wall != wall_cols):
+        shape.dead = True
+        return
+    # then only the candidates left are checked against this line
+    shape.value_cols = [{j for j in c if nums[j] == v}
+                        for c, (_, v) in zip(shape.value_cols, got.values, strict=True)]
+    shape.step = {c for c in shape.step if _step_of(c, nums) == got.step}
+    if shape.rank is not None:
+        shape.rank = {j for j in shape.rank if nums[j] == rank}
+    if not shape.step or any(not c for c in shape.value_cols) or shape.rank == set():
         shape.dead = True
         return
     if shape.resolve():
