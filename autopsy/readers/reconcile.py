@@ -75,16 +75,21 @@ def merge_duplicates(scalars: pd.DataFrame, reader_of: dict[str, str]) -> pd.Dat
     :data:`SOURCE_PRIORITY` is kept. Points whose values differ are all kept (they are
     different runs or attempts). Returns ``scalars`` itself when nothing is merged.
     """
-    if scalars.empty or scalars["source"].nunique() < 2:
+    if scalars.empty:
         return scalars
+    # per source category, not per row: the frame may hold a million points
+    source = pd.Categorical(scalars["source"])
+    names = [reader_of.get(str(c), str(c)) for c in source.categories]
+    if len(set(names)) < 2:
+        return scalars  # one reader's files: nothing to merge
     order = {name: i for i, name in enumerate(SOURCE_PRIORITY)}
-    src = scalars["source"].astype(str)
-    prio = src.map(lambda s: order.get(reader_of.get(s, ""), len(order))).to_numpy()
+    codes = source.codes
     frame = pd.DataFrame({
-        "tag": scalars["tag"].astype(str).to_numpy(), "step": scalars["step"].to_numpy(),
+        "tag": pd.Categorical(scalars["tag"]).codes, "step": scalars["step"].to_numpy(),
         "rank": scalars["rank"].fillna(-1).astype("int64").to_numpy(),
         "segment": scalars["segment"].to_numpy(), "value": scalars["value"].to_numpy(),
-        "prio": prio, "reader": src.map(lambda s: reader_of.get(s, s)).to_numpy(),
+        "prio": np.array([order.get(r, len(order)) for r in names])[codes],
+        "reader": pd.factorize(np.array(names, dtype=object))[0][codes],
         "pos": np.arange(len(scalars)),
     })
     keys = ["tag", "step", "rank", "segment"]
