@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import json
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from corpus_stats import split_of as corpus_split
 from docfile import update_section
 
 FAMILIES = (
@@ -165,13 +165,11 @@ def find_cases(corpus: Path) -> list[Case]:
 
 
 def split_of(name: str) -> str:
-    """``test`` when the first hex digit of sha256(folder name) is even, else ``dev``;
-    ``seen`` for a test case in :data:`SEEN_TEST_CASES`."""
+    """The corpus half of a case (:func:`corpus_stats.split_of`); ``seen`` for a test case
+    in :data:`SEEN_TEST_CASES`."""
     base = Path(name).name
-    digit = hashlib.sha256(base.encode("utf-8")).hexdigest()[0]
-    if int(digit, 16) % 2:
-        return "dev"
-    return "seen" if base in SEEN_TEST_CASES else "test"
+    half = corpus_split(base)
+    return "seen" if half == "test" and base in SEEN_TEST_CASES else half
 
 
 def analyze(case: Case, timeout: float) -> Outcome:

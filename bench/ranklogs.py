@@ -210,23 +210,31 @@ def _write_rank(rank: int) -> list[dict[str, Any]]:
                 fh.write("".join(buf))
                 buf.clear()
         fh.write("".join(buf))
-        tail: list[str] = []
-        if rank == OOM_RANK:
-            block = _oom_block(rank, step)
-            planted.append({"source": path.name, "line": line + 1, "kind": "traceback",
-                            "rank": rank})
-            planted.append({"source": path.name, "line": line + len(block), "kind": "oom",
-                            "rank": rank})
-            tail += block
-        elif rank not in SILENT:
-            block = _nccl_block(rank)
-            planted.append({"source": path.name, "line": line + 1, "kind": "nccl_timeout",
-                            "rank": rank})
-            tail += block
+        tail = _failure_tail(rank, path, step, line, planted)
         tail += [f"[{_ts(sec + 1)},000] [INFO] [dataloader.py:100] [Rank {rank}] shard 1: "
                  "prefetched 2 samples, queue 1/8, 3 tokens"] * 5
         fh.write("\n".join(tail) + "\n")
     return planted
+
+
+def _failure_tail(rank: int, path: Path, step: int, line: int,
+                  planted: list[dict[str, Any]]) -> list[str]:
+    """The failure planted at the end of one rank's log (after ``line`` lines), recorded in
+    ``planted``: rank 17's CUDA OOM traceback, every other rank's NCCL timeout but the
+    silent ones'."""
+    if rank == OOM_RANK:
+        block = _oom_block(rank, step)
+        planted.append({"source": path.name, "line": line + 1, "kind": "traceback",
+                        "rank": rank})
+        planted.append({"source": path.name, "line": line + len(block), "kind": "oom",
+                        "rank": rank})
+        return block
+    if rank not in SILENT:
+        block = _nccl_block(rank)
+        planted.append({"source": path.name, "line": line + 1, "kind": "nccl_timeout",
+                        "rank": rank})
+        return block
+    return []
 
 
 def _write_dense_rank(rank: int, path: Path, rng: random.Random,
@@ -262,20 +270,7 @@ def _write_dense_rank(rank: int, path: Path, rng: random.Random,
                 fh.write("".join(buf))
                 buf.clear()
         fh.write("".join(buf))
-        tail: list[str] = []
-        if rank == OOM_RANK:
-            block = _oom_block(rank, step)
-            planted.append({"source": path.name, "line": line + 1, "kind": "traceback",
-                            "rank": rank})
-            planted.append({"source": path.name, "line": line + len(block), "kind": "oom",
-                            "rank": rank})
-            tail += block
-        elif rank not in SILENT:
-            block = _nccl_block(rank)
-            planted.append({"source": path.name, "line": line + 1, "kind": "nccl_timeout",
-                            "rank": rank})
-            tail += block
-        fh.write("\n".join(tail) + "\n")
+        fh.write("\n".join(_failure_tail(rank, path, step, line, planted)) + "\n")
     return planted
 
 
