@@ -335,16 +335,27 @@ _OVERFLOW_FAIRSEQ = re.compile(r"overflow detected, setting loss scale to: ([\d.
 _SAVING = re.compile(r"Saving model checkpoint to (\S+)")
 
 
+#: Exit codes of a process killed by SIGKILL (the OOM killer, the scheduler): -9 as
+#: Python's subprocess reports it, 137 (128 + 9) as a shell does.
+KILLED_CODES = (-9, 137)
+
+
+def _exit(d: Details) -> list[tuple[EventKind, Details]]:
+    """An ``exit`` event, and a ``host_kill`` too when the code says SIGKILL."""
+    code = d["exitcode"]
+    out = [(EventKind.EXIT, d)]
+    if code in KILLED_CODES:
+        out.append((EventKind.HOST_KILL, dict(d, why=f"exit code {code}")))
+    return out
+
+
 def misc_events(text: str) -> list[tuple[EventKind, Details]]:
     """torchelastic exits and signals, OOMs, host kills, overflows and checkpoints."""
     out: list[tuple[EventKind, Details]] = []
     m = _EXIT.search(text)
     if m:
         code = int(m.group(1))
-        d = {"exitcode": code, "local_rank": int(m.group(2)), "pid": int(m.group(3))}
-        out.append((EventKind.EXIT, d))
-        if code in (-9, 137):
-            out.append((EventKind.HOST_KILL, dict(d, why=f"exit code {code}")))
+        out += _exit({"exitcode": code, "local_rank": int(m.group(2)), "pid": int(m.group(3))})
     m = _SRUN_EXIT.search(text)
     if m:
         tasks = m.group(2)
@@ -440,11 +451,8 @@ def scheduler_events(text: str) -> list[tuple[EventKind, Details]]:
     out: list[tuple[EventKind, Details]] = []
     m = _DS_RETURN.search(text)
     if m:
-        code = int(m.group(1) or m.group(2))
-        who = "deepspeed launcher" if m.group(1) else "IDE"
-        out.append((EventKind.EXIT, {"exitcode": code, "who": who}))
-        if code in (-9, 137):
-            out.append((EventKind.HOST_KILL, {"exitcode": code, "why": f"exit code {code}"}))
+        out += _exit({"exitcode": int(m.group(1) or m.group(2)),
+                      "who": "deepspeed launcher" if m.group(1) else "IDE"})
     if _SEGFAULT.search(text) and "received by PID" not in text:
         out.append((EventKind.SIGNAL, {"signal": "SIGSEGV", "why": "segmentation fault"}))
     if _CUDA_FAIL.search(text) and _BARE_EXC.match(text.rstrip()) is None \
