@@ -56,10 +56,13 @@ def _logs(rng: random.Random) -> dict[str, str]:
                    for line in pair]
     stamps = [f"2026-11-22T16:{(s // 60) % 60:02d}:{s % 60:02d}.{s % 997} step {s} loss "
               f"{1 / s:.5f}" for s in range(1, 2500)]  # fractions of 1 to 3 digits
+    odd = [f"step {s} loss {1 / s:.5f} lr 0.1" for s in range(1, 1500)]
+    odd[700] = "step nan loss 0.5 lr 0.1"  # a step the shape must not read
+    odd[900] = "step 99999999999999999999999 loss 0.5 lr 0.1"
     many = [f"[rank{(s * 7) % 300}]:step {s // 300} loss {1 + rng.random():.4f} lr 0.0001"
             for s in range(3000)]  # 300 ranks interleaved, each restarting nowhere
     return {"generic.log": "\n".join(generic) + "\n", "doubled.log": "\n".join(doubled) + "\n",
-            "manyranks.log": "\n".join(many) + "\n",
+            "manyranks.log": "\n".join(many) + "\n", "odd.log": "\n".join(odd) + "\n",
             "stamps.log": "\n".join(stamps) + "\n",
             "megatron.log": "\n".join(resumed) + "\n",
             "mmengine.log": "\n".join(_mmengine(rng, 1000)) + "\n",
@@ -76,7 +79,8 @@ def _read(path: Path, shapes: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[pd
 @pytest.mark.parametrize("engine", ["python", "rg"])
 @pytest.mark.parametrize("block", [16 << 10, 4 << 20])
 @pytest.mark.parametrize("name", ["generic.log", "doubled.log", "megatron.log", "mmengine.log",
-                                  "interleaved.log", "stamps.log", "manyranks.log"])
+                                  "interleaved.log", "stamps.log", "manyranks.log",
+                                  "odd.log"])
 def test_shapes_give_what_every_line_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            name: str, block: int, engine: str) -> None:
     path = tmp_path / name

@@ -39,18 +39,29 @@ def path_info(rel: str) -> PathInfo:
     """Rank and attempt from a log's path relative to the run root."""
     rel = rel.replace("\\", "/")
     attempt_m = _ATTEMPT.search(rel)
-    attempt = int(attempt_m.group(1)) if attempt_m else 0
+    attempt = (_small(attempt_m.group(1)) or 0) if attempt_m else 0
     m = _LOGDIR_RANK.search(rel)
     if m:
-        return PathInfo(int(m.group(1)), attempt)
+        return PathInfo(_small(m.group(1)), attempt)
     m = _RANK_DIR.search(rel)
     if m:
-        return PathInfo(int(m.group(1)), attempt)
+        return PathInfo(_small(m.group(1)), attempt)
     name = rel.rsplit("/", 1)[-1]
     m = _NAME_RANK.search(name)
     if m:
-        return PathInfo(int(m.group(1)), attempt)
+        return PathInfo(_small(m.group(1)), attempt)
     return PathInfo(None, attempt)
+
+
+#: A rank or attempt number above this is no rank: it is read as none (a 20-digit "rank"
+#: would not fit the 64-bit columns, and no job has that many ranks).
+MAX_RANK = 2**31 - 1
+
+
+def _small(digits: str) -> int | None:
+    """``digits`` as a rank or attempt number, or None when above :data:`MAX_RANK`."""
+    value = int(digits) if len(digits) <= 12 else MAX_RANK + 1
+    return value if value <= MAX_RANK else None
 
 
 @dataclass(frozen=True)
@@ -88,7 +99,7 @@ def _split_one(text: str) -> tuple[int | None, str | None, str] | None:
     rest = text[m.end():]
     for group in ("a", "b", "c"):
         if m.group(group) is not None:
-            return int(m.group(group)), None, rest
+            return _small(m.group(group)), None, rest
     host = m.group("host")
     if host and not _looks_like_word(host):
         return None, host, rest.lstrip(" ")
@@ -108,5 +119,5 @@ def inline_rank(text: str) -> int | None:
         return None
     for g in m.groups():
         if g is not None:
-            return int(g)
+            return _small(g)
     return None

@@ -66,6 +66,8 @@ _MSG_STEP = re.compile(r"\b(?:step|iteration|iter)[ :=#]+(\d+)", re.IGNORECASE)
 _ERROR_JSON_MAX = 16 << 20
 
 EventRow = tuple[int | None, float, int | None, str, str, str, int, dict[str, Any]]
+#: Steps beyond this (2**62) are not steps; the line is skipped and counted.
+MAX_STEP = 1 << 62
 #: Rank stored for "no rank" in the compact scalar columns.
 NO_RANK = -1
 
@@ -261,6 +263,7 @@ class _State:
     top_step: dict[int | None, int] = field(default_factory=dict)
     contexts: dict[int | None, LineContext] = field(default_factory=dict)
     shapes: Shapes = field(default_factory=Shapes)
+    bad_steps: int = 0
     learning: bool = field(default_factory=lambda: os.environ.get(SHAPES_ENV, "1") != "0")
     last_points: dict[int | None, tuple[int, tuple[tuple[str, float], ...]]] = field(
         default_factory=dict)
@@ -336,6 +339,10 @@ def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None,
         out.problems.append(Problem(rel, "lines longer than 64 KiB: only their last 64 KiB kept",
                                     used="the tail of each", kind="long_line", count=truncated))
     _flush_contexts(state)
+    if state.bad_steps:
+        out.problems.append(Problem(rel, f"{state.bad_steps:,} metric lines with a step too "
+                                         "large for one", used="the other lines",
+                                    kind="bad_value", count=state.bad_steps))
     _resolve_hf(state)
     out.scalars.settle()
     _close_events(state)
@@ -792,6 +799,12 @@ def _add(st: _State, rank: int | None, wall: float, kind: EventKind, message: st
         m = _MSG_STEP.search(text)
         if m:
             step = int(m.group(1))
+    # a number too large for a step or a rank (a 23-digit "iteration=") is none: the event
+    # keeps it in its details, the columns stay 64-bit
+    if step is not None and not -MAX_STEP <= step <= MAX_STEP:
+        step = None
+    if rank is not None and not -MAX_STEP <= rank <= MAX_STEP:
+        rank = None
     _keep(st, (rank, wall, step, kind.value, message[:MAX_MESSAGE], st.rel, line, details))
 
 
@@ -868,6 +881,9 @@ def _add_metric_line(st: _State, got: MetricLine, rank: int | None, wall: float,
     else:
         step = got.step
     if step is None:
+        return False
+    if not -MAX_STEP <= step <= MAX_STEP:  # a 23-digit "step" is no step (array('q') overflows)
+        st.bad_steps += 1
         return False
     key = (step, tuple(got.values))
     if st.last_points.get(rank) == key and not any(v != v for _, v in got.values):

@@ -37,6 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover
 STATELESS_KINDS = frozenset({"megatron", "deepspeed", "fairseq", "fairseq_eval", "generic",
                              "generic_eval", "detectron2", "torchtitan", "nanotron",
                              "deepspeed_pipe", "tf", "json", "mmengine"})
+#: A step or rank at least this large is not read by a shape (the usual parse skips it).
+MAX_STEP = float(2**62)
 #: Lines of a shape parsed the usual way, all agreeing with it, before it is trusted.
 CONFIRM_LINES = 3
 #: Longer lines are never learned (a shape's expression stays small).
@@ -378,21 +380,30 @@ def match_block(shapes: Shapes, data: bytes, pos: int = 0) -> list[Matched]:
 
         (step_cols,) = shape.step
         if len(step_cols) == 1:
-            steps = col(step_cols[0]).astype(np.float64).astype(np.int64)
+            step_f = col(step_cols[0]).astype(np.float64)
         else:
             je, ji, jn, off = step_cols
-            e = col(je).astype(np.float64)
-            steps = ((e + off) * col(jn).astype(np.float64)
-                     + col(ji).astype(np.float64)).astype(np.int64)
+            step_f = ((col(je).astype(np.float64) + off) * col(jn).astype(np.float64)
+                      + col(ji).astype(np.float64))
         values = np.empty((n, len(shape.columns)))
         for i, c in enumerate(shape.columns):
             values[:, i] = col(c).astype(np.float64)
-        ranks = None
-        if shape.rank is not None:
-            ranks = col(min(shape.rank)).astype(np.float64).astype(np.int64)
+        rank_f = None if shape.rank is None else col(min(shape.rank)).astype(np.float64)
         if shape.stamp_group is not None:
             walls = _stamp_walls(np.array(pieces[shape.stamp_group::k + 1][:n]))
         else:
             walls = _walls(col, shape.wall, n)
-        out.append(Matched(shape, starts, ends, steps, values, ranks, walls))
+        # a step or rank written nan/inf (or too large) is no line of the shape: the usual
+        # parse takes it (it does not read it as a step either)
+        ok = np.isfinite(step_f) & (np.abs(step_f) < MAX_STEP)
+        if rank_f is not None:
+            ok &= np.isfinite(rank_f) & (np.abs(rank_f) < MAX_STEP)
+        if not ok.all():
+            starts, ends, step_f, values, walls = (starts[ok], ends[ok], step_f[ok], values[ok],
+                                                   walls[ok])
+            rank_f = None if rank_f is None else rank_f[ok]
+            if not len(starts):
+                continue
+        ranks = None if rank_f is None else rank_f.astype(np.int64)
+        out.append(Matched(shape, starts, ends, step_f.astype(np.int64), values, ranks, walls))
     return out
