@@ -54,3 +54,24 @@ def test_a_huge_pasted_python_list_is_not_literal_parsed(tmp_path: Path,
     monkeypatch.setattr(log_history, "MAX_LITERAL_CHARS", 1 << 20)
     part = log_history.read(path, "log_history.txt")
     assert part.scalars["step"].tolist() == list(range(50)) and not part.problems
+
+
+def test_steps_too_large_cost_their_row(tmp_path: Path) -> None:
+    from autopsy.readers import trainer_state
+
+    csv_path = tmp_path / "history.csv"
+    csv_path.write_text("epoch,loss\n1e30,1.0\n2,0.5\n")
+    part = epoch_csv.read(csv_path, "history.csv")
+    assert part.scalars["step"].tolist() == [2]
+    assert [(p.kind, p.count) for p in part.problems] == [("bad_row", 1)]
+    jl = tmp_path / "metrics.json"
+    jl.write_text('{"iteration": 1e300, "total_loss": 1}\n{"iteration": 2, "total_loss": 0.5}\n')
+    part = jsonl_metrics.read(jl, "metrics.json")
+    assert part.scalars["step"].tolist() == [2]
+    assert [(p.kind, p.count) for p in part.problems] == [("bad_row", 1)]
+    ts = tmp_path / "trainer_state.json"
+    ts.write_text('{"log_history": [{"step": ' + "1" * 30 + ', "loss": 1.0}, '
+                  '{"step": 2, "loss": 0.5}]}')
+    part = trainer_state.read(ts, "trainer_state.json")
+    assert part.scalars["step"].tolist() == [2]
+    assert [p.kind for p in part.problems] == ["malformed_entry"]

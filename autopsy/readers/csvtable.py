@@ -208,9 +208,14 @@ def rows(path: Path, table: Table, delimiter: str = ",") -> Iterator[list[str]]:
                 yield row
 
 
+#: A step beyond this is no step (the 64-bit step column could not hold it).
+MAX_STEP = 2**62
+
+
 def step_of(text: str) -> int | None:
-    """A step cell as an int (``3.0`` is 3); None when empty or not a finite number."""
+    """A step cell as an int (``3.0`` is 3); None when empty, not a finite number, or
+    beyond :data:`MAX_STEP`."""
     v = cell_value(text)
-    if v is None or not math.isfinite(v):
+    if v is None or not math.isfinite(v) or abs(v) > MAX_STEP:
         return None
     return int(v)

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
-from autopsy.readers.csvtable import Table, bounded_lines, cell_value
+from autopsy.readers.csvtable import MAX_STEP, Table, bounded_lines, cell_value
 from autopsy.readers.registry import Format
 
 NAME = "jsonl_metrics"
@@ -87,6 +87,8 @@ class _Steps:
         for key in STEP_KEYS:
             v = _number(doc.get(key))
             if v is not None and math.isfinite(v):
+                if abs(v) > MAX_STEP:
+                    raise ValueError("step too large")
                 self.last = int(v)
                 return self.last
         epoch, it = _number(doc.get("epoch")), _number(doc.get("iter"))
@@ -94,6 +96,8 @@ class _Steps:
             return self.last
         if epoch is None or it is None or not (math.isfinite(epoch) and math.isfinite(it)):
             return None
+        if abs(it) > MAX_STEP or abs(epoch) > MAX_STEP or self.offset > MAX_STEP:
+            raise ValueError("step too large")
         if self.epoch is not None and int(epoch) != self.epoch:
             self.offset += self.top
             self.top = 0
@@ -129,7 +133,11 @@ def _read_lines(fh: BinaryIO, table: Table) -> None:
             continue
         if not isinstance(doc, dict) or "env_info" in doc:
             continue
-        step = steps.of(doc)
+        try:
+            step = steps.of(doc)
+        except ValueError:  # a step too large for one: the line costs itself
+            table.bad_rows += 1
+            continue
         if step is None:
             continue
         prefix = "val_" if doc.get("mode") == "val" else ""

@@ -62,6 +62,8 @@ CONFIG_FIELDS: tuple[str, ...] = (
     "train_batch_size", "num_train_epochs", "best_metric", "best_model_checkpoint",
     "best_global_step",
 )
+#: A larger step is no step (the 64-bit step column could not hold it).
+MAX_STEP = 2**62
 #: The key that marks the end-of-training summary entry of ``log_history``.
 SUMMARY_MARKER = "train_runtime"
 #: Summary keys renamed on their way to config.
@@ -243,8 +245,8 @@ def copy_from(data: dict[str, Any], copy: _Copy) -> _Copy:
         step = entry.get("step") if isinstance(entry, dict) else None
         if isinstance(step, float) and step.is_integer():
             step = int(step)
-        if not isinstance(step, int) or isinstance(step, bool):
-            no_step += 1
+        if not isinstance(step, int) or isinstance(step, bool) or abs(step) > MAX_STEP:
+            no_step += 1  # a step past 2**62 would not fit the step column
             continue
         if SUMMARY_MARKER in entry:
             copy.summary = entry
