@@ -27,7 +27,9 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 def _fail(message: str) -> NoReturn:
     from autopsy.report._html import clean  # file names from the run: no escape sequences
 
-    click.echo(f"autopsy: error: {clean(message)}", err=True)
+    # one line, whatever a file name holds (clean keeps newlines, as text reports need)
+    line = clean(message).replace("\n", "\\x0a")
+    click.echo(f"autopsy: error: {line}", err=True)
     sys.exit(exitcodes.USAGE)
 
 

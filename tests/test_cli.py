@@ -245,3 +245,26 @@ def test_timeline_source_filter(tb_run: Path) -> None:
     assert set(tb["source"].map(lambda s: s.split("/")[0])) == {"runs"} and len(tb) == 40
     bad = CliRunner().invoke(cli, ["timeline", str(tb_run), "--source", "nope*"])
     assert bad.exit_code == 2 and "sources:" in bad.output
+
+
+def test_nothing_readable_names_what_was_found_on_one_line(tmp_path: Path) -> None:
+    (tmp_path / "notes\nsecond.md").write_text("hello")
+    (tmp_path / "train.log").write_text("nothing to see here\n")
+    result = CliRunner().invoke(cli, ["analyze", str(tmp_path)])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1
+    assert "2 file(s) found" in lines[0] and "train.log (ranklogs file, 20 B" in lines[0]
+    assert "notes\\x0asecond.md (.md, 5 B, no reader recognises it)" in lines[0]
+    assert lines[0].endswith("`autopsy formats` lists what autopsy reads")
+
+
+def test_formats_command_lists_the_registry() -> None:
+    from autopsy.readers.registry import formats
+
+    rows = json.loads(invoke("formats", "--format", "json").output)
+    assert [r["slug"] for r in rows] == [f.slug for _, f in formats()]
+    assert {"lightning_csv", "keras_csv", "mmengine_log", "hf_trainer_state"} <= {
+        r["slug"] for r in rows}
+    text = invoke("formats").output
+    assert all(r["slug"] in text for r in rows)
