@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from autopsy.readers.ranklogs.metrics import _NUM, MetricLine
 
@@ -527,11 +528,17 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
     return MetricLine("generic", step, uniq, stateless=stateless)
 
 
-#: Adapters tried in order on a line holding a loss (or an ``Epoch``/``Iteration`` marker);
+#: Adapters tried in order on a line holding a loss (or an ``Epoch``/``Iteration`` marker),
+#: each only when the line holds one of its literals (every shape an adapter reads has one:
+#: a substring test spares a regex search per adapter on every other line);
 #: :func:`parse_generic_pairs` is tried last, after the built-in generic parser.
-ADAPTERS = (parse_json_line, parse_mxnet, parse_mmengine, parse_detectron2, parse_torchtitan,
-            parse_nanotron, parse_deepspeed_pipe, parse_caffe, parse_tf, parse_bar,
-            parse_keras_batches)
+ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
+    (('{"',), parse_json_line), (("Epoch[",), parse_mxnet),
+    (("Epoch", "Iter"), parse_mmengine), (("iter:",), parse_detectron2),
+    (("step:",), parse_torchtitan), (("iteration:",), parse_nanotron),
+    (("steps:",), parse_deepspeed_pipe), (("Iteration", "Test net output"), parse_caffe),
+    (("step",), parse_tf), (("%|",), parse_bar), ((" - ",), parse_keras_batches),
+)
 
 
 def parse_line(text: str, ctx: LineContext) -> MetricLine | None:
@@ -546,8 +553,11 @@ def parse_line(text: str, ctx: LineContext) -> MetricLine | None:
         parse_keras(text, ctx)
         if ctx.keras_values is not None and _KERAS_BAR.search(text):
             return None
-    for adapter in ADAPTERS:
-        got = adapter(text, ctx)
-        if got is not None:
-            return got
+    for literals, adapter in ADAPTERS:
+        for lit in literals:
+            if lit in text:
+                got = adapter(text, ctx)
+                if got is not None:
+                    return got
+                break
     return None

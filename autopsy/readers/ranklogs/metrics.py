@@ -171,7 +171,8 @@ def parse_metrics(text: str, ctx: LineContext | None = None) -> MetricLine | Non
     low = text.lower()
     if any(w in low for w in LOSS_WORDS):
         ctx = ctx if ctx is not None else LineContext()
-        if epoch_position(text) is None:  # a step counted within the epoch: not generic's
+        # a step counted within the epoch is not generic's (both shapes say "epoch")
+        if "epoch" not in low or epoch_position(text) is None:
             got = parse_generic(text)
             if got is not None:
                 return got

@@ -225,13 +225,15 @@ def learn(shapes: Shapes, raw: bytes, got: MetricLine, rank: int | None, path_ra
             or b"\r" in raw or b"\x1b" in raw or len(shapes.confirmed) >= MAX_SHAPES
             or shapes.tries >= MAX_TRIES):
         return
-    if any(not math.isfinite(v) for _, v in got.values) or EVENT_RE.search(raw):
+    if any(not math.isfinite(v) for _, v in got.values):
         return
     # padding widths vary (%8d, [%3d/735]): spaces before a number do not count, other runs
     # of spaces count as one
     key = _SPACES.sub(b" ", _PADDING.sub(b"", raw).translate(None, _DIGITS))
     if key in shapes.known:
-        return  # a line of a trusted shape read the usual way (the block it starts)
+        return  # a line of a trusted shape read the usual way (a sparse block)
+    if EVENT_RE.search(raw):
+        return
     toks = list(_TOKEN.finditer(raw))
     nums = [_float(t.group()) for t in toks]
     tags = tuple(t for t, _ in got.values)
