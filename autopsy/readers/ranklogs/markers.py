@@ -37,16 +37,16 @@ EVENT_MARKERS: tuple[bytes, ...] = (
     # an exception line printed without its traceback header
     b"Error: ", b"Exception: ", b"KeyboardInterrupt",
     # slurm, the kernel's OOM killer
-    b"CANCELLED AT", b"exceeded memory limit", b"Killed process", b"oom-kill", b"oom_kill",
+    b"CANCELLED AT", b"exceeded memory limit", b"oom-kill", b"oom_kill",  # (and "Killed")
     # NaN messages of detectron2, TF, Keras
     b"infinite or NaN", b"diverged with loss", b"NaN loss", b"Invalid loss",
     # resumes (mmcv "resumed epoch N, iter M", "Resuming from checkpoint ...")
-    b"esumed", b"esuming",
+    b"esum",
     # launchers and crashes: DeepSpeed's return codes, segfaults, logged exception classes,
     # the store-based barrier's waiting message
     b"return code = ", b"with exit code ", b"egmentation fault", b"SIGSEGV", b"<class '",
     # TensorFlow's allocator
-    b"OOM when allocating", b"ran out of memory",
+    b"OOM when allocating",  # (and "out of memory": "ran out of memory trying to allocate")
     b"store based barrier",
     # the device failing: device-side asserts (a label id out of range), CUDA errors
     b"device-side assert", b"Assertion `", b"CUDA error",
@@ -56,12 +56,12 @@ EVENT_MARKERS: tuple[bytes, ...] = (
 METRIC_MARKERS: tuple[bytes, ...] = (
     b"loss", b"Loss", b"LOSS", b"step=", b"logging_steps",
     b"ntropy",  # MXNet's CrossEntropy / cross-entropy metric
-    b"] Batch [", b"] Train-", b"] Validation-", b"] Time cost=",  # MXNet Module.fit
+    b"Epoch[",  # MXNet Module.fit: Epoch[e] Batch [b], Train-, Validation-, Time cost
     b'": ',  # a pretty-printed JSON object's "key": value lines (a pasted log_history)
     b"Epoch ",  # a Keras ``Epoch 2/10`` line (it numbers the progress lines after it)
     b", lr = ",  # Caffe ``Iteration N, lr = X``
     b"Testing net",  # Caffe ``Iteration N, Testing net (#0)``: the step of the outputs after
-    b"Epoch(val)", b"Iter(val)",  # mmengine evaluation lines (mAP, accuracy; no loss)
+    b"(val)",  # mmengine Epoch(val)/Iter(val) evaluation lines (mAP, accuracy; no loss)
 )
 
 #: Markers that open a multi-line record, kept whole within one block.
