@@ -3,15 +3,17 @@
 The same estimator and interval as ``scipy.stats.theilslopes`` (the ``separate``
 intercept; the test suite checks they agree), written here because importing
 ``scipy.stats`` costs about 60 MB of resident memory, a third of autopsy's budget
-on a large distributed job; only ``scipy.special.ndtri`` (the normal quantile) is used.
+on a large distributed job. The normal quantile is the standard library's
+``statistics.NormalDist().inv_cdf`` (Wichura's AS241, accurate to about 1e-16, as
+``scipy.special.ndtri``): importing ``scipy.special`` alone took 0.19 s of every run.
 """
 
 from __future__ import annotations
 
+from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import ndtri
 
 
 class TheilSenLine(NamedTuple):
@@ -52,7 +54,7 @@ def theilslopes(y: np.ndarray, x: np.ndarray, alpha: float = 0.95) -> TheilSenLi
     slope = float(np.median(slopes))
     intercept = float(np.median(y) - slope * np.median(x))
     a = 1.0 - alpha if alpha > 0.5 else alpha
-    z = float(ndtri(a / 2.0))
+    z = NormalDist().inv_cdf(a / 2.0)
     n, nt = len(y), len(slopes)
     sigsq = (n * (n - 1) * (2 * n + 5) - _tie_term(x) - _tie_term(y)) / 18.0
     try:

@@ -53,31 +53,36 @@ def thin_mask(rank: np.ndarray, tag: np.ndarray, segment: np.ndarray,
     """Which points one thinning pass keeps (a boolean mask in the input's order).
 
     Series are the runs of equal ``(rank, tag, segment)``, in input order within
-    each; see the module docstring for what a pass keeps.
+    each; see the module docstring for what a pass keeps. Linear in the points
+    where the series keys are small integers (a radix sort, then per-bucket
+    reductions), which they are for the points of one file.
     """
     n = len(value)
     if n <= BUCKET:
         return np.ones(n, dtype=bool)
-    order = np.lexsort((np.arange(n), segment, tag, rank))
-    r, t, s, v = rank[order], tag[order], segment[order], value[order]
+    order = _series_order(rank, tag, segment)
+    r, t, s = rank[order], tag[order], segment[order]
+    v = np.asarray(value, dtype=np.float64)[order]
     new = np.empty(n, dtype=bool)
     new[0] = True
     new[1:] = (r[1:] != r[:-1]) | (t[1:] != t[:-1]) | (s[1:] != s[:-1])
-    group = np.cumsum(new) - 1
     starts = np.flatnonzero(new)
+    group = np.cumsum(new) - 1
     pos = np.arange(n) - starts[group]
-    width = int(pos.max()) // BUCKET + 1
-    bucket = group.astype(np.int64) * width + pos // BUCKET
-    by_value = np.lexsort((v, bucket))  # within a bucket: lowest first, NaN last
-    b = bucket[by_value]
-    edge = np.empty(n, dtype=bool)
-    edge[0] = True
-    edge[1:] = b[1:] != b[:-1]
-    last = np.empty(n, dtype=bool)
-    last[-1] = True
-    last[:-1] = edge[1:]
+    edge = new | (pos % BUCKET == 0)  # the first point of each bucket
+    first = np.flatnonzero(edge)
+    bucket = np.cumsum(edge) - 1
+    nan = np.isnan(v)
+    w = np.where(nan, np.inf, v)
+    low = np.minimum.reduceat(w, first)[bucket]
+    high = np.maximum.reduceat(w, first)[bucket]
+    has_nan = np.logical_or.reduceat(nan, first)[bucket]
+    all_nan = np.logical_and.reduceat(nan, first)[bucket]
+    # lowest: the first point at the bucket's minimum (NaN only in an all-NaN bucket);
+    # highest: the last NaN of a bucket holding one, else the last point at its maximum
     keep = np.zeros(n, dtype=bool)
-    keep[by_value[edge | last]] = True
+    keep[_firsts(np.flatnonzero((w == low) & (~nan | all_nan)), bucket)] = True
+    keep[_lasts(np.flatnonzero(np.where(has_nan, nan, w == high)), bucket)] = True
     bad = ~np.isfinite(v)
     prev_bad = np.empty(n, dtype=bool)
     prev_bad[0] = False
@@ -88,6 +93,42 @@ def thin_mask(rank: np.ndarray, tag: np.ndarray, segment: np.ndarray,
     mask = np.empty(n, dtype=bool)
     mask[order] = keep
     return mask
+
+
+def _series_order(rank: np.ndarray, tag: np.ndarray, segment: np.ndarray) -> np.ndarray:
+    """A stable order grouping equal ``(rank, tag, segment)`` keys (series in order of
+    rank, tag, segment; points in input order within each)."""
+    key = np.zeros(len(rank), dtype=np.int64)
+    span = 1
+    for col in (segment, tag, rank):  # least significant first
+        col = np.asarray(col, dtype=np.int64)
+        low, high = int(col.min()), int(col.max())
+        width = high - low + 1
+        if span * width >= 2 ** 62:
+            return np.lexsort((np.arange(len(rank)), segment, tag, rank))
+        key += (col - low) * span
+        span *= width
+    if span <= 2 ** 16:  # numpy's stable sort of 16-bit keys is a radix sort
+        return np.argsort(key.astype(np.uint16), kind="stable")
+    return np.argsort(key, kind="stable")
+
+
+def _firsts(idx: np.ndarray, bucket: np.ndarray) -> np.ndarray:
+    """Of the sorted positions ``idx``, the first one of each bucket."""
+    b = bucket[idx]
+    lead = np.empty(len(idx), dtype=bool)
+    lead[:1] = True
+    lead[1:] = b[1:] != b[:-1]
+    return idx[lead]
+
+
+def _lasts(idx: np.ndarray, bucket: np.ndarray) -> np.ndarray:
+    """Of the sorted positions ``idx``, the last one of each bucket."""
+    b = bucket[idx]
+    tail = np.empty(len(idx), dtype=bool)
+    tail[-1:] = True
+    tail[:-1] = b[1:] != b[:-1]
+    return idx[tail]
 
 
 def thin_columns(cols: dict[str, np.ndarray], passes: int = 1) -> dict[str, np.ndarray]:

@@ -380,17 +380,23 @@ def match_block(shapes: Shapes, data: bytes, pos: int = 0) -> list[Matched]:
                 shape: Shape = shape) -> Any:
             return np.array(pieces[shape.group_of[j]::k + 1][:n])
 
+        def num(j: int, n: int = n, k: int = k, pieces: list[bytes] = pieces,
+                shape: Shape = shape) -> Any:
+            # float() reads the bytes of a number as the expression wrote it (``nan``,
+            # ``inf``, ``1e-4``) twice as fast as a bytes array's astype
+            return np.fromiter(map(float, pieces[shape.group_of[j]::k + 1][:n]),
+                               dtype=np.float64, count=n)
+
         (step_cols,) = shape.step
         if len(step_cols) == 1:
-            step_f = col(step_cols[0]).astype(np.float64)
+            step_f = num(step_cols[0])
         else:
             je, ji, jn, off = step_cols
-            step_f = ((col(je).astype(np.float64) + off) * col(jn).astype(np.float64)
-                      + col(ji).astype(np.float64))
+            step_f = (num(je) + off) * num(jn) + num(ji)
         values = np.empty((n, len(shape.columns)))
         for i, c in enumerate(shape.columns):
-            values[:, i] = col(c).astype(np.float64)
-        rank_f = None if shape.rank is None else col(min(shape.rank)).astype(np.float64)
+            values[:, i] = num(c)
+        rank_f = None if shape.rank is None else num(min(shape.rank))
         if shape.stamp_group is not None:
             walls = _stamp_walls(np.array(pieces[shape.stamp_group::k + 1][:n]))
         else:

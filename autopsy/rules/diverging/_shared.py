@@ -39,13 +39,19 @@ class SchedulePoint:
 
 def schedule_point(run: Run, step: int) -> SchedulePoint | None:
     """The schedule phase and LR at ``step``, or None when no learning rate was logged."""
+    return schedule_points(run, [step])[0]
+
+
+def schedule_points(run: Run, steps: list[int]) -> list[SchedulePoint | None]:
+    """:func:`schedule_point` for each of ``steps``, the schedule reconstructed once."""
     if not run.has("learning_rate"):
-        return None
+        return [None] * len(steps)
     lr = run.series("learning_rate")
     schedule = reconstruct_schedule(lr)
     if schedule is None:
-        return None
-    return SchedulePoint(schedule=schedule, phase=phase_at(schedule, step), lr=lr_at(lr, step))
+        return [None] * len(steps)
+    return [SchedulePoint(schedule=schedule, phase=phase_at(schedule, step), lr=lr_at(lr, step))
+            for step in steps]
 
 
 def schedule_evidence(point: SchedulePoint, step: int) -> Evidence:

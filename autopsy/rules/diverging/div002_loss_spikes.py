@@ -16,7 +16,7 @@ from autopsy.rules.diverging._shared import (
     config_evidence,
     peak_lr,
     schedule_evidence,
-    schedule_point,
+    schedule_points,
     total_steps,
 )
 from autopsy.rules.registry import rule
@@ -98,7 +98,7 @@ def loss_spikes(run: Run, ctx: RuleContext) -> Finding | None:
     events = _events(loss, ctx)
     if not events:
         return None
-    points = [schedule_point(run, e.first.step) for e in events]
+    points = schedule_points(run, [e.first.step for e in events])
     listed = int(ctx["max_listed"])
     evidence = [_event_evidence(e, p) for e, p in zip(events[:listed], points[:listed],
                                                       strict=True)]
