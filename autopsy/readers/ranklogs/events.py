@@ -530,6 +530,8 @@ def line_events(text: str) -> list[tuple[EventKind, Details]]:
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?')
 _EXC = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+#: multiprocessing's header of a child's traceback, printed into the same stream
+_CHILD_HEADER = re.compile(r"^Process (?:\S+-\d+|SpawnProcess-\d+|ForkProcess-\d+):\s*$")
 _LIB = ("site-packages", "dist-packages", "/torch/", "/lib/python", "<frozen", "/bin/torchrun")
 
 #: How many frames of a traceback are kept (the innermost).
@@ -561,8 +563,8 @@ def parse_traceback(lines: Iterable[str]) -> tuple[Details, int]:
             if not any(x in frame["file"] for x in _LIB):
                 user = frame
             continue
-        if not text.strip() or text[:1] in (" ", "\t"):
-            continue
+        if not text.strip() or text[:1] in (" ", "\t") or _CHILD_HEADER.match(text):
+            continue  # (another process's "Process Process-3:" header, interleaved)
         m = _EXC.match(text.rstrip())
         if m and not text.startswith(("Traceback", "During handling", "The above exception")):
             exc_type, message = m.group(1), (m.group(2) or "").strip()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
 from autopsy.model.finding import Evidence, Family, Finding, Severity
@@ -17,6 +15,7 @@ from autopsy.rules.crash._failures import (
     first_bad_step,
     user_frame,
 )
+from autopsy.rules.exceptions import Signature, classify, interrupted_wait
 from autopsy.rules.registry import rule
 from autopsy.signals.ranks import went_on_past
 
@@ -25,21 +24,35 @@ EXCEPTION_KINDS: frozenset[str] = frozenset({"traceback", "error_file"})
 #: Root kinds that other rules explain (an OOM, a host kill, a collective mismatch):
 #: a rank with one of these is not this rule's.
 EXPLAINED_KINDS: frozenset[str] = frozenset({"oom", "host_kill", "collective_mismatch"})
-#: An exception that is an out-of-memory error (OOM001/OOM002 explain it).
-OOM_EXCEPTION = re.compile(
-    r"OutOfMemoryError|out of memory|can't allocate memory|killed by signal", re.IGNORECASE)
+#: Events that say more than a bare ``Traceback`` line: when one is in the logs, a
+#: traceback whose exception line was not read is not the cause by itself.
+TELLING_KINDS: frozenset[str] = frozenset({
+    "oom", "host_kill", "nan_loss", "overflow_skip", "nccl_timeout", "collective_timeout",
+    "collective_mismatch", "rendezvous_timeout", "signal", "connection_closed", "nccl_warn",
+})
 
 
-def _is_oom(row: pd.Series) -> bool:
+def _own(row: pd.Series, telling: bool, before: dict | None) -> Signature | bool | None:
+    """The row's signature when it is this rule's (a crash), ``None`` for a plain
+    exception, ``False`` when another family explains it or it says nothing. ``before``:
+    the details of the traceback before it in the same log."""
     d = row["details"] if isinstance(row["details"], dict) else {}
-    return bool(OOM_EXCEPTION.search(f"{d.get('exception', '')} {d.get('exc_message', '')}"))
+    if interrupted_wait(d, before) is not None:  # the user gave up on a stuck run: HANG006
+        return False
+    sig = classify(d, str(row["message"] or ""))
+    if sig is not None:
+        return sig if sig.family is Family.CRASH else False
+    if telling and not d.get("exception"):
+        return False  # a traceback whose exception was not read: the other events say more
+    return None
 
 
 @rule(
     code="CRASH001",
     name="rank-exception",
     family=Family.CRASH,
-    causes=("exception",),
+    causes=("exception", "cuda_error", "nccl_error", "segfault", "killed",
+            "label_out_of_range"),
     thresholds={"confidence": 0.9, "confidence_disputed": 0.8},
 )
 def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
@@ -84,12 +97,26 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
     kinds = ev["kind"].astype(str)
     explained = set(ev.loc[kinds.isin(EXPLAINED_KINDS), "rank"].dropna().astype(int))
     rows = ev[kinds.isin(EXCEPTION_KINDS) & (ev["role"] == "root")]
-    rows = rows[~rows.apply(_is_oom, axis=1)] if not rows.empty else rows
+    telling = bool(kinds.isin(TELLING_KINDS).any())
+    before: dict[object, dict | None] = {}  # each traceback's predecessor in its log
+    last: dict[str, dict] = {}
+    for idx, row in ev[kinds.isin(EXCEPTION_KINDS)].iterrows():
+        before[idx] = last.get(str(row["source"]))
+        last[str(row["source"])] = row["details"] if isinstance(row["details"], dict) else {}
+    # an interrupt of a stuck run (HANG006) tells more than a traceback without its exception
+    telling = telling or any(
+        interrupted_wait(ev.at[idx, "details"] if isinstance(ev.at[idx, "details"], dict)
+                         else None, prev) is not None for idx, prev in before.items())
+    own = {idx: _own(row, telling, before.get(idx)) for idx, row in rows.iterrows()}
+    rows = rows.loc[pd.Series([own[idx] is not False for idx in rows.index], index=rows.index,
+                              dtype=bool)]
     rows = rows[~rows["rank"].isin(explained)] if explained else rows
     if rows.empty:
         return None
     ranked = earliest(rows, ev)
     first = ranked[0]
+    sig = own.get(first.row.name)
+    cause = sig.cause if isinstance(sig, Signature) and sig.cause else "exception"
     d = first.row["details"] if isinstance(first.row["details"], dict) else {}
     head, _, tail = str(first.row["message"] or "").partition(": ")
     exc = str(d.get("exception") or (head if tail and " " not in head else "Exception"))
@@ -140,7 +167,7 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
             message=f"{who[0].upper() + who[1:]} raised {exc}: {text[:160]}"
                     + (f" (step {step})" if step else "")
                     + f", but the run went on to step {later}: it was restarted or resumed.",
-            severity=Severity.WARNING, confidence=confidence, cause="exception", step=step,
+            severity=Severity.WARNING, confidence=confidence, cause=cause, step=step,
             ranks=() if first.rank is None else (first.rank,),
             evidence=evidence, advice=advice,
             title=f"{exc} on {who}, then the run went on",
@@ -149,7 +176,7 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
         message=f"{who[0].upper() + who[1:]} raised {exc}: {text[:160]}"
                 + (f" (step {step})" if step else "")
                 + (f"; {cascade}" if cascade else "") + ".",
-        severity=Severity.CRITICAL, confidence=confidence, cause="exception", step=step,
+        severity=Severity.CRITICAL, confidence=confidence, cause=cause, step=step,
         ranks=() if first.rank is None else (first.rank,),
         evidence=evidence, advice=advice,
         title=f"{exc} on {who}",

@@ -1,0 +1,52 @@
+"""CRASH002 process-died: a segfault, a device or NCCL failure, a scheduler kill, with no
+exception of the run's own. Fixtures: public runs of the corpus's dev half."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import autopsy
+from autopsy.api import diagnose
+from autopsy.model import Family
+from autopsy.rules.engine import Diagnosis
+
+PUBLIC = Path(__file__).resolve().parents[2] / "sample_runs" / "public"
+
+
+def _diagnose(name: str) -> Diagnosis:
+    path = PUBLIC / name
+    assert path.is_dir(), f"missing fixture {path}"
+    return diagnose(autopsy.load_run(path))
+
+
+@pytest.mark.parametrize(("name", "cause"), [
+    ("keras_segfault_first_epoch_gpu_speaker_recognition_issue_51", "segfault"),
+    ("kohya_sdxl_lora_accelerate_access_violation_exit_3221225477_issue_2556", "segfault"),
+    ("nccl_net_ib_completion_error_alpaca_finetune_issue_207", "nccl_error"),
+    ("nccl_remote_error_connection_reset_ddp_v100_issue_2076", "nccl_error"),
+    ("submitit_slurm_preempted_requeue_sigusr2_issue_1708", "killed"),
+])
+def test_fires_on_published_process_deaths(name: str, cause: str) -> None:
+    d = _diagnose(name)
+    assert (d.verdict.code, d.verdict.family, d.verdict.cause) == ("CRASH002", Family.CRASH,
+                                                                    cause)
+
+
+def test_near_miss_passes_when_the_oom_killer_explains_it() -> None:
+    d = _diagnose("torchrun_exitcode_minus9_local_rank4_longchat_issue_9")
+    assert d.verdict.family is Family.OOM
+    assert not [f for f in d.findings if f.code == "CRASH002"]
+
+
+def test_near_miss_passes_when_a_rank_raised_its_own_exception(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/train.py", line 9, in main\n'
+        "    raise KeyError('input_ids')\n"
+        "KeyError: 'input_ids'\n"
+        "Segmentation fault (core dumped)\n")
+    d = diagnose(autopsy.load_run(tmp_path))
+    assert d.verdict.code == "CRASH001"
+    assert not [f for f in d.findings if f.code == "CRASH002"]
