@@ -29,8 +29,23 @@ def test_near_miss_passes_when_grad_norm_has_a_nan() -> None:
 
 
 def test_too_few_points_is_unknown_not_healthy() -> None:
-    run = synthetic_run({"loss": [2.0, 1.5, 1.0]})
+    run = synthetic_run({"loss": [2.0, 1.0]})
     assert diagnose(run).verdict.family is Family.UNKNOWN
+
+
+def test_fires_on_three_epoch_averages() -> None:
+    # a Keras/Lightning run logged once per epoch: three points that fall are enough
+    d = diagnose(synthetic_run({"loss": [0.39, 0.364, 0.345]}))
+    assert (d.verdict.family, d.verdict.code) == (Family.HEALTHY, "HLT001")
+
+
+def test_fires_through_a_skipped_step_without_a_logged_scale() -> None:
+    # the HF Trainer logs the grad norm of an fp16 step the scaler skipped as NaN, and
+    # does not log the loss scale
+    loss = [2.0 / (1 + 0.1 * i) for i in range(30)]
+    grad = [1.0, float("nan"), float("nan")] + [1.0] * 27
+    d = diagnose(synthetic_run({"loss": loss, "grad_norm": grad}))
+    assert (d.verdict.family, d.verdict.code) == (Family.HEALTHY, "HLT001")
 
 
 def test_fires_through_a_few_fp16_scaler_warmup_skips() -> None:
@@ -39,7 +54,7 @@ def test_fires_through_a_few_fp16_scaler_warmup_skips() -> None:
     scale = [65536.0, 32768.0, 16384.0] + [8192.0] * 27
     d = diagnose(synthetic_run({"loss": loss, "grad_norm": grad, "loss_scale": scale}))
     assert d.verdict.family is Family.HEALTHY
-    assert any("overflow-skipped" in e.summary for e in d.findings[0].evidence)
+    assert any("skipped step" in e.summary for e in d.findings[0].evidence)
 
 
 def test_near_miss_passes_over_many_skips_even_with_a_scaler() -> None:
