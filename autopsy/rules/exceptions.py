@@ -175,3 +175,14 @@ def exception_rows(run: Any, roles: Iterable[str] = ("root",)
     return [(row, classify(row["details"] if isinstance(row["details"], dict) else None,
                            str(row["message"] or "")))
             for _, row in rows.iterrows()]
+
+
+def markdown_table() -> str:
+    """The catalogue as a Markdown table (the generated part of ``docs/verdicts.md``)."""
+    rows = ["| # | signature | family | cause | matches (type: message, case-insensitive) | "
+            "meaning |", "|---|---|---|---|---|---|"]
+    for i, sig in enumerate(SIGNATURES, 1):
+        pattern = sig.pattern.pattern.replace("|", "\\|")
+        rows.append(f"| {i} | `{sig.name}` | {sig.family.value} | {sig.cause or '-'} | "
+                    f"`{pattern}` | {sig.why} |")
+    return "\n".join(rows) + "\n"

@@ -64,3 +64,12 @@ def test_an_interrupt_counts_as_a_stall_only_in_a_wait() -> None:
     assert interrupted_wait(computing) is None
     assert interrupted_wait({"exception": "ValueError", "frames": waiting["frames"]}) is None
     assert interrupted_wait({"exception": "KeyboardInterrupt"}, before=waiting) == "dataloader"
+
+
+def test_docs_verdicts_md_holds_the_catalogue() -> None:
+    from pathlib import Path
+
+    from autopsy.rules.exceptions import markdown_table
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "verdicts.md"
+    assert markdown_table() in doc.read_text(), "docs/verdicts.md: regenerate the table"
