@@ -24,7 +24,7 @@ FINDING_KEYS = {"code", "name", "family", "cause", "severity", "confidence", "ti
 
 def _need(path: Path) -> Path:
     if not path.exists():
-        pytest.skip(f"{path.name} is not there")
+        pytest.fail(f"{path.name} is not there")
     return path
 
 

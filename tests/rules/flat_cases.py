@@ -41,7 +41,7 @@ def sample(name: str) -> Run:
     """Load a sample run, or skip the test when it has not been generated yet."""
     path = SAMPLE_RUNS / name
     if not path.is_dir():
-        pytest.skip(f"sample run {name} not generated yet (sample_runs/make.py {name})")
+        pytest.fail(f"sample run {name} not generated yet (sample_runs/make.py {name})")
     return autopsy.load_run(path)
 
 
@@ -51,7 +51,7 @@ def label(name: str) -> dict[str, Any]:
 
     path = SAMPLE_RUNS / f"{name}.label.json"
     if not path.is_file():
-        pytest.skip(f"no label file {path.name} yet")
+        pytest.fail(f"no label file {path.name} yet")
     return json.loads(path.read_text())
 
 

@@ -108,7 +108,7 @@ def sample(name: str) -> Run:
 
     path = Path(__file__).resolve().parents[2] / "sample_runs" / name
     if not path.exists():
-        pytest.skip(f"sample run {name} not generated yet")
+        pytest.fail(f"sample run {name} not generated yet")
     return load_run(path)
 
 

@@ -121,7 +121,7 @@ def test_passes_on_sample_runs_that_do_not_diverge(name: str) -> None:
 def test_fires_on_the_diverging_finite_sample() -> None:
     label_file = SAMPLES / "diverging_finite.label.json"
     if not label_file.exists():
-        pytest.skip("sample_runs/diverging_finite is not made yet")
+        pytest.fail("sample_runs/diverging_finite is not made yet")
     label = json.loads(label_file.read_text())
     d = diagnose(autopsy.load_run(SAMPLES / "diverging_finite"))
     assert d.verdict.code == "DIV001"

@@ -103,7 +103,7 @@ def test_passes_on_sample_runs_without_recovering_spikes(name: str) -> None:
 def test_fires_on_the_loss_spikes_recover_sample() -> None:
     label_file = SAMPLES / "loss_spikes_recover.label.json"
     if not label_file.exists():
-        pytest.skip("sample_runs/loss_spikes_recover is not made yet")
+        pytest.fail("sample_runs/loss_spikes_recover is not made yet")
     label = json.loads(label_file.read_text())
     run = autopsy.load_run(SAMPLES / "loss_spikes_recover")
     d = diagnose(run)

@@ -17,7 +17,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
 
 def _diagnose(path: Path) -> Diagnosis:
     if not path.exists():
-        pytest.skip(f"{path.name} is not there")
+        pytest.fail(f"{path.name} is not there")
     return diagnose(autopsy.load_run(path))
 
 
@@ -46,7 +46,7 @@ def test_fires_naming_the_rank_whose_rng_is_missing() -> None:
 def test_fires_when_only_the_scheduler_is_missing(tmp_path: Path) -> None:
     src = SAMPLES / "ckpt_hf_good"
     if not src.exists():
-        pytest.skip("ckpt_hf_good is not there")
+        pytest.fail("ckpt_hf_good is not there")
     run = tmp_path / "run"
     shutil.copytree(src, run)
     (run / "checkpoint-8" / "scheduler.pt").unlink()

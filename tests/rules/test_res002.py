@@ -17,7 +17,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
 
 def _diagnose(path: Path) -> Diagnosis:
     if not path.exists():
-        pytest.skip(f"{path.name} is not there")
+        pytest.fail(f"{path.name} is not there")
     return diagnose(autopsy.load_run(path))
 
 
@@ -40,7 +40,7 @@ def test_fires_on_a_save_without_trainer_state() -> None:
 def _copy_good(tmp_path: Path) -> Path:
     src = SAMPLES / "ckpt_hf_good"
     if not src.exists():
-        pytest.skip("ckpt_hf_good is not there")
+        pytest.fail("ckpt_hf_good is not there")
     run = tmp_path / "run"
     shutil.copytree(src, run)
     return run

@@ -16,7 +16,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
 
 def _diagnose(path: Path) -> Diagnosis:
     if not path.exists():
-        pytest.skip(f"{path.name} is not there")
+        pytest.fail(f"{path.name} is not there")
     return diagnose(autopsy.load_run(path))
 
 

@@ -19,7 +19,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
 def _copy_good(tmp_path: Path) -> Path:
     src = SAMPLES / "ckpt_hf_good"
     if not src.exists():
-        pytest.skip("ckpt_hf_good is not there")
+        pytest.fail("ckpt_hf_good is not there")
     run = tmp_path / "run"
     shutil.copytree(src, run)
     return run
@@ -50,5 +50,5 @@ def test_fires_when_optimizer_comes_from_another_save(tmp_path: Path) -> None:
 
 def test_near_miss_passes_when_the_states_agree() -> None:
     d = diagnose(autopsy.load_run(SAMPLES / "ckpt_hf_good")) if (
-        SAMPLES / "ckpt_hf_good").exists() else pytest.skip("no sample")
+        SAMPLES / "ckpt_hf_good").exists() else pytest.fail("no sample")
     assert not _res004(d)

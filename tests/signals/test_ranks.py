@@ -18,7 +18,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "ranklogs"
 
 def _load(path: Path) -> autopsy.Run:
     if not path.exists():
-        pytest.skip(f"{path.name} is not there")
+        pytest.fail(f"{path.name} is not there")
     return autopsy.load_run(path)
 
 
