@@ -2,8 +2,8 @@
 
 A finding that names a cause outranks a bare symptom of the same severity ("grad
 norm spiked 40x at the peak LR with no clipping" over "loss is NaN"); a failure
-that ends the run outranks a slow degradation; then confidence, then the earlier
-step.
+that ends the run outranks a slow degradation; a slow finding never outranks a finding
+of another family (:data:`COST_FAMILIES`); then confidence, then the earlier step.
 """
 
 from __future__ import annotations
@@ -26,9 +26,15 @@ FAMILY_ORDER: tuple[Family, ...] = (
 FAILURE_SEVERITIES: frozenset[Severity] = frozenset({Severity.ERROR, Severity.CRITICAL})
 
 
-def rank_key(finding: Finding) -> tuple[int, int, int, float, int]:
+#: Families that never outrank a failure of another family, whatever their severity: a
+#: cost (slowness) is never the verdict over a failure that ended or ruined the run.
+COST_FAMILIES: frozenset[Family] = frozenset({Family.SLOW})
+
+
+def rank_key(finding: Finding) -> tuple[int, int, int, int, float, int]:
     """Sort key: smaller is more important."""
     return (
+        1 if finding.family in COST_FAMILIES else 0,
         -SEVERITY_ORDER[finding.severity],
         0 if finding.cause else 1,
         FAMILY_ORDER.index(finding.family),

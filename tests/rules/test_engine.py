@@ -233,3 +233,15 @@ def test_cached_results_are_made_once_per_engine_run() -> None:
     assert made == [1]
     diagnose(run, registry=registry)  # a new engine run makes it again
     assert made == [1, 1]
+
+
+def test_slow_never_outranks_another_familys_failure() -> None:
+    def finding(code: str, family: Family, severity: Severity, cause: str | None) -> Finding:
+        return Finding(code=code, name=code.lower(), family=family, cause=cause,
+                       severity=severity, confidence=0.9, title=code, message=code)
+
+    slow = finding("SLOW003", Family.SLOW, Severity.CRITICAL, "periodic_stall")
+    flat = finding("FLAT005", Family.NOT_DECREASING, Severity.ERROR, None)
+    assert [f.code for f in rank([slow, flat])] == ["FLAT005", "SLOW003"]
+    other_slow = finding("SLOW001", Family.SLOW, Severity.ERROR, "data_starvation")
+    assert [f.code for f in rank([other_slow, slow])] == ["SLOW003", "SLOW001"]
