@@ -54,3 +54,22 @@ def test_near_miss_starts_at_chance_then_learns_passes() -> None:
 
 def test_fires_on_sample_chance_level_classifier() -> None:
     assert_verdict_matches_label("chance_level_classifier", "FLAT004")
+
+
+def test_fires_without_a_config_on_a_loss_stuck_exactly_at_ln2() -> None:
+    from runs import synthetic_run
+
+    from autopsy.api import diagnose
+
+    # a binary classifier whose output collapsed: the loss printed as 0.6931 from then on
+    d = diagnose(synthetic_run({"loss": [0.6773, 2.4587, 5.3353, 1.0234] + [0.6931] * 12}))
+    assert (d.verdict.code, d.verdict.cause) == ("FLAT004", "chance_level")
+
+
+def test_near_miss_passes_on_a_plateau_near_ln2_that_still_moves() -> None:
+    from runs import synthetic_run
+
+    from autopsy.api import diagnose
+
+    d = diagnose(synthetic_run({"loss": [0.9, 0.8, 0.75, 0.7, 0.6934, 0.6929, 0.6933, 0.693]}))
+    assert all(f.code != "FLAT004" for f in d.findings)

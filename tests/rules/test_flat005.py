@@ -68,3 +68,21 @@ def test_exactly_one_flat_rule_fires(case: str) -> None:
     series, config = CASES[case]
     flat = [c for c in codes(synthetic_run(series, config=config)) if c.startswith("FLAT")]
     assert len(flat) == 1, flat
+
+
+def test_fires_on_an_epoch_log_whose_loss_never_changes() -> None:
+    from runs import synthetic_run
+
+    from autopsy.api import diagnose
+
+    d = diagnose(synthetic_run({"loss": [0.4874] * 5}))
+    assert (d.verdict.family.value, d.verdict.code) == ("not_decreasing", "FLAT005")
+
+
+def test_near_miss_passes_on_a_fitted_loss_printed_as_zero() -> None:
+    from runs import synthetic_run
+
+    from autopsy.api import diagnose
+
+    d = diagnose(synthetic_run({"loss": [0.9, 0.2, 0.01, 0.0, 0.0, 0.0]}))
+    assert all(f.family.value != "not_decreasing" for f in d.findings)

@@ -46,8 +46,25 @@ FLAT_THRESHOLDS: dict[str, float | int] = {
     "zero_grad_norm": 1e-8,
     "tiny_grad_rel": 0.05,
     "chance_tol": 0.03,
+    "min_constant_points": 3,
+    "min_constant_level": 0.01,
+    "implied_chance_tol": 0.002,
     **REGIME_THRESHOLDS,
 }
+"""Why the thresholds added for runs that log few points have their values:
+
+- ``min_constant_points`` (3): a loss identical to ``const_rel`` over its last 3 logged
+  points (and over at least a quarter of the run) has stopped changing: a model that
+  still updates moves its loss in the later digits at every logged point, even once
+  converged. Runs logged once per epoch have only a handful of points, fewer than
+  ``min_points``.
+- ``min_constant_level`` (0.01): below it a constant loss may be a fully fitted training
+  set printed with few digits (``loss: 0.0000``), not a dead run.
+- ``implied_chance_tol`` (0.2%): without ``num_labels`` in a config, a stuck loss within
+  0.2% of ln(k) for a whole k >= 2 (0.6931 = ln 2, 1.386 = ln 4, 2.3026 = ln 10) is read as
+  chance level over k classes; printed losses carry 4 or more digits, so a loss this close
+  to ln(k) is not a coincidence of a real plateau.
+"""
 
 #: Architecture name endings whose loss is a cross-entropy over ``num_labels`` classes.
 CLASSIFIER_HEADS = ("ForSequenceClassification", "ForTokenClassification",
@@ -190,8 +207,60 @@ def _chance(run: Run, level: float, tol: float) -> Chance | None:
     return best
 
 
+def _implied_chance(level: float, tol: float) -> Chance | None:
+    """Chance level over k classes when ``level`` is ln(k) for a whole k >= 2 (no config)."""
+    if not level > 0.5 or level > 30:
+        return None
+    k = round(math.exp(level))
+    if k < 2:
+        return None
+    dev = abs(level - math.log(k)) / math.log(k)
+    if dev > tol:
+        return None
+    return Chance(k, "implied", math.log(k), dev, None,
+                  note=f"no class count in the config: ln({k}) = {math.log(k):.4f}")
+
+
+def _stuck_tail(run: Run, loss: Any, t: Mapping[str, Any]) -> FlatLoss | None:
+    """A loss that stopped changing at all: identical over its last points (see
+    ``min_constant_points``), where a noisy plateau test needs more points than the run has.
+    """
+    y_all = loss.to_numpy(dtype=float)
+    steps_all = loss.index.to_numpy()
+    keep = np.isfinite(y_all)
+    y, steps = y_all[keep], steps_all[keep]
+    need = int(t["min_constant_points"])
+    if y.size < need:
+        return None
+    level = float(y[-1])
+    if abs(level) < float(t["min_constant_level"]):
+        return None
+    same = np.abs(y - level) <= float(t["const_rel"]) * abs(level)
+    tail = int(np.argmin(same[::-1])) if not same.all() else y.size  # constant points at the end
+    if tail < need or tail * 4 < y.size:
+        return None
+    first, last = int(steps[y.size - tail]), int(steps[-1])
+    chance = _chance(run, level, float(t["chance_tol"])) or _implied_chance(
+        level, float(t["implied_chance_tol"]))
+    grad = _grad(run, first, last)
+    lr, regime = peak_lr(run), lr_regime(run, t)
+    grad_zero = grad is not None and grad.n > 0 and grad.median <= float(t["zero_grad_norm"])
+    cause = "chance_level" if chance is not None else "frozen_params" if grad_zero else None
+    plateau = Plateau(is_flat=True, slope=0.0, rel_change=0.0, noise=0.0, start_level=level,
+                      end_level=level, n=tail)
+    return FlatLoss(plateau=plateau, initial=float(y[0]), level=level, first_step=first,
+                    last_step=last, n=tail, zero=False, constant=True, grad=grad, lr=lr,
+                    regime=regime, chance=chance, cause=cause)
+
+
 def flat_loss(run: Run, t: Mapping[str, Any]) -> FlatLoss | None:
-    """The flat-loss analysis, with its cause; None when the loss is not flat near its start."""
+    """The flat-loss analysis, with its cause; None when the loss is not flat near its start
+    and has not stopped changing at its end (:func:`_stuck_tail`)."""
+    return _flat_plateau(run, t) or _stuck_tail(run, run.series("loss"), t)
+
+
+def _flat_plateau(run: Run, t: Mapping[str, Any]) -> FlatLoss | None:
+    """A loss flat near its initial value over at least ``min_points`` points."""
     loss = run.series("loss")
     values = loss.to_numpy(dtype=float)
     finite = np.isfinite(values)

@@ -14,7 +14,7 @@ from autopsy.rules.registry import rule
     name="chance-level",
     family=Family.NOT_DECREASING,
     causes=("chance_level",),
-    requires=("loss", "config:num_labels|config:vocab_size|config:architectures"),
+    requires=("loss",),
     thresholds=FLAT_THRESHOLDS,
 )
 def chance_level(run: Run, ctx: RuleContext) -> Finding | None:
@@ -44,7 +44,10 @@ def chance_level(run: Run, ctx: RuleContext) -> Finding | None:
         The flat loss level against ln(C), with C and the config key and file it came
         from, plus the grad norm and LR when known. Fires when the loss is flat near its
         initial value (at least ``min_points`` points) and within ``chance_tol``
-        (relative) of ln(C), and no earlier cause (FLAT001-FLAT003) applies.
+        (relative) of ln(C), and no earlier cause (FLAT001-FLAT003) applies. Without a
+        class count in a config, it fires only on a loss that stopped changing at all
+        (``min_constant_points``) within ``implied_chance_tol`` of ln(k) for a whole k,
+        and says the class count is implied.
     """
     flat = flat_loss(run, ctx.thresholds)
     if flat is None or flat.cause != "chance_level" or flat.chance is None:
@@ -55,8 +58,10 @@ def chance_level(run: Run, ctx: RuleContext) -> Finding | None:
     evidence: list[Evidence] = [
         flat.loss_evidence(),
         Evidence(
-            summary=f"ln({c.classes}) = {c.level:.4g} for {c.key}={c.classes}{note}; the loss "
-                    f"is {c.deviation:.1%} from it",
+            summary=(f"ln({c.classes}) = {c.level:.4g} for {c.key}={c.classes}{note}; the loss "
+                     f"is {c.deviation:.1%} from it" if c.key != "implied" else
+                     f"the loss is {c.deviation:.2%} from ln({c.classes}) = {c.level:.4g}: "
+                     f"chance level over {c.classes} classes ({c.note})"),
             source=c.source, key=c.key,
             numbers={"classes": c.classes, "ln_classes": c.level, "deviation": c.deviation},
         ),
