@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from autopsy.model.finding import Family
 
@@ -122,9 +122,15 @@ DATALOADER = re.compile(r"dataloader|_MultiProcessingDataLoaderIter|multiprocess
                         re.IGNORECASE)
 
 
+#: Characters of an exception's type and message the catalogue reads: the signatures sit
+#: at the start of a message, and a bound keeps a hostile 64 KiB log line from costing the
+#: patterns with ``.*`` a quadratic search.
+MAX_TEXT = 4096
+
+
 def classify_text(exception: str, message: str) -> Signature | None:
     """The signature of an exception given its type and message, or None (a plain crash)."""
-    text = f"{exception}: {message}" if exception else message
+    text = (f"{exception}: {message}" if exception else message)[:MAX_TEXT]
     for sig in SIGNATURES:
         if sig.pattern.search(text):
             return sig
@@ -161,20 +167,43 @@ def interrupted_wait(details: Mapping[str, Any] | None,
     return "dataloader" if any(DATALOADER.search(w) for w in where) else "wait"
 
 
-def exception_rows(run: Any, roles: Iterable[str] = ("root",)
-                   ) -> list[tuple[Any, Signature | None]]:
+class ExceptionRow(NamedTuple):
+    """A traceback or ``error.json`` row of ``run.events`` (with ``rank`` attributed and a
+    ``role``), its signature, and the details of the traceback before it in the same log
+    (processes writing into one log interleave their tracebacks: see
+    :func:`interrupted_wait`)."""
+
+    row: Any
+    signature: Signature | None
+    before: Mapping[str, Any] | None
+
+
+def exception_rows(run: Any, roles: Iterable[str] = ("root",),
+                   ctx: Any = None) -> list[ExceptionRow]:
     """The traceback and ``error.json`` rows of ``run.events`` with the given roles (see
-    :func:`autopsy.signals.ranks.event_role`), each with its signature, in log order."""
+    :func:`autopsy.signals.ranks.event_role`), in log order. With the rule's ``ctx``, the
+    rows are read once per engine run for all the rules that ask."""
+    every = (ctx.cached("exception_rows", lambda: _all_exception_rows(run))
+             if ctx is not None else _all_exception_rows(run))
+    wanted = set(roles)
+    return [r for r in every if r.row["role"] in wanted]
+
+
+def _all_exception_rows(run: Any) -> list[ExceptionRow]:
     from autopsy.rules.crash._failures import attributed
 
     if run.events.empty:
         return []
     ev = attributed(run.events)
-    kinds = ev["kind"].astype(str)
-    rows = ev[kinds.isin(("traceback", "error_file")) & ev["role"].isin(tuple(roles))]
-    return [(row, classify(row["details"] if isinstance(row["details"], dict) else None,
-                           str(row["message"] or "")))
-            for _, row in rows.iterrows()]
+    rows = ev[ev["kind"].astype(str).isin(("traceback", "error_file"))]
+    out: list[ExceptionRow] = []
+    last: dict[str, Mapping[str, Any]] = {}
+    for _, row in rows.iterrows():
+        d = row["details"] if isinstance(row["details"], dict) else {}
+        out.append(ExceptionRow(row, classify(d, str(row["message"] or "")),
+                                last.get(str(row["source"]))))
+        last[str(row["source"])] = d
+    return out
 
 
 def markdown_table() -> str:

@@ -132,7 +132,7 @@ def event_roles(events: pd.DataFrame) -> pd.Series:
     return pd.Series(roles, index=events.index, dtype=object, name="role")
 
 
-def _as_int(value: Any) -> int | None:
+def as_int(value: Any) -> int | None:
     """An int from a detail value (an int, or a string of digits); None for anything else
     (missing, NaN, a list, a dict...): details come from logs and may be odd."""
     if isinstance(value, bool):
@@ -153,8 +153,8 @@ def _pid_ranks(events: pd.DataFrame) -> dict[int, int]:
     out: dict[int, int] = {}
     for rank, det in zip(events["rank"], events["details"], strict=True):
         d = _details(det)
-        pid = _as_int(d.get("pid"))
-        r = _as_int(d["rank"] if d.get("rank") is not None else rank)
+        pid = as_int(d.get("pid"))
+        r = as_int(d["rank"] if d.get("rank") is not None else rank)
         if pid is not None and r is not None:
             out[pid] = r
     return out
@@ -168,7 +168,7 @@ def attributed_ranks(events: pd.DataFrame) -> pd.Series:
     pids = _pid_ranks(events)
     for idx, det in zip(events.index, events["details"], strict=True):
         if pd.isna(ranks.at[idx]):
-            pid = _as_int(_details(det).get("pid"))
+            pid = as_int(_details(det).get("pid"))
             if pid is not None and pid in pids:
                 ranks.at[idx] = pids[pid]
     return ranks
@@ -188,7 +188,7 @@ def order_events(frame: pd.DataFrame) -> pd.DataFrame:
 def _exitcode(frame: pd.DataFrame) -> int | None:
     codes: dict[str, int] = {}
     for kind, det in zip(frame["kind"].astype(str), frame["details"], strict=True):
-        code = _as_int(_details(det).get("exitcode"))
+        code = as_int(_details(det).get("exitcode"))
         if code is not None and kind in ("child_failed", "exit") and kind not in codes:
             codes[kind] = code
     return codes.get("child_failed", codes.get("exit"))

@@ -15,7 +15,7 @@ from autopsy.rules.crash._failures import (
     first_bad_step,
     user_frame,
 )
-from autopsy.rules.exceptions import Signature, classify, interrupted_wait
+from autopsy.rules.exceptions import ExceptionRow, Signature, exception_rows, interrupted_wait
 from autopsy.rules.registry import rule
 from autopsy.signals.ranks import went_on_past
 
@@ -32,16 +32,14 @@ TELLING_KINDS: frozenset[str] = frozenset({
 })
 
 
-def _own(row: pd.Series, telling: bool, before: dict | None) -> Signature | bool | None:
+def _own(r: ExceptionRow, telling: bool) -> Signature | bool | None:
     """The row's signature when it is this rule's (a crash), ``None`` for a plain
-    exception, ``False`` when another family explains it or it says nothing. ``before``:
-    the details of the traceback before it in the same log."""
-    d = row["details"] if isinstance(row["details"], dict) else {}
-    if interrupted_wait(d, before) is not None:  # the user gave up on a stuck run: HANG006
+    exception, ``False`` when another family explains it or it says nothing."""
+    d = r.row["details"] if isinstance(r.row["details"], dict) else {}
+    if interrupted_wait(d, r.before) is not None:  # the user gave up on a stuck run: HANG006
         return False
-    sig = classify(d, str(row["message"] or ""))
-    if sig is not None:
-        return sig if sig.family is Family.CRASH else False
+    if r.signature is not None:
+        return r.signature if r.signature.family is Family.CRASH else False
     if telling and not d.get("exception"):
         return False  # a traceback whose exception was not read: the other events say more
     return None
@@ -97,17 +95,12 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
     kinds = ev["kind"].astype(str)
     explained = set(ev.loc[kinds.isin(EXPLAINED_KINDS), "rank"].dropna().astype(int))
     rows = ev[kinds.isin(EXCEPTION_KINDS) & (ev["role"] == "root")]
-    telling = bool(kinds.isin(TELLING_KINDS).any())
-    before: dict[object, dict | None] = {}  # each traceback's predecessor in its log
-    last: dict[str, dict] = {}
-    for idx, row in ev[kinds.isin(EXCEPTION_KINDS)].iterrows():
-        before[idx] = last.get(str(row["source"]))
-        last[str(row["source"])] = row["details"] if isinstance(row["details"], dict) else {}
+    every = exception_rows(run, ("root", "cascade", "info"), ctx)
     # an interrupt of a stuck run (HANG006) tells more than a traceback without its exception
-    telling = telling or any(
-        interrupted_wait(ev.at[idx, "details"] if isinstance(ev.at[idx, "details"], dict)
-                         else None, prev) is not None for idx, prev in before.items())
-    own = {idx: _own(row, telling, before.get(idx)) for idx, row in rows.iterrows()}
+    telling = bool(kinds.isin(TELLING_KINDS).any()) or any(
+        interrupted_wait(r.row["details"] if isinstance(r.row["details"], dict) else None,
+                         r.before) is not None for r in every)
+    own = {r.row.name: _own(r, telling) for r in every if r.row["role"] == "root"}
     rows = rows.loc[pd.Series([own[idx] is not False for idx in rows.index], index=rows.index,
                               dtype=bool)]
     rows = rows[~rows["rank"].isin(explained)] if explained else rows

@@ -43,13 +43,11 @@ def interrupted_stall(run: Run, ctx: RuleContext) -> Finding | None:
         The interrupt and the frame it waited in. Confidence is ``confidence``.
     """
     hits = []
-    before: dict[str, dict] = {}  # the previous traceback of each log
-    for row, _ in exception_rows(run, ("root", "cascade")):
-        d = row["details"] if isinstance(row["details"], dict) else {}
-        where = interrupted_wait(d, before.get(str(row["source"])))
+    for r in exception_rows(run, ("root", "cascade"), ctx):
+        where = interrupted_wait(r.row["details"] if isinstance(r.row["details"], dict)
+                                 else None, r.before)
         if where is not None:
-            hits.append((row, where))
-        before[str(row["source"])] = d
+            hits.append((r.row, where))
     if not hits:
         return None
     row, where = hits[-1]

@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.healthy.hlt001_loss_decreasing import FAILURE_EVENTS
+from autopsy.rules.nan_inf._fp16 import logged_scale
 from autopsy.rules.registry import rule
-
-#: Event kinds that say nothing about failure (progress, saving, resuming).
-NEUTRAL_EVENTS: frozenset[str] = frozenset({"overflow_skip", "checkpoint_saved", "restart"})
-
-
-def _scale(d: Any) -> float | None:
-    if not isinstance(d, dict):
-        return None
-    for key in ("new_scale", "attempted_scale"):
-        v = d.get(key)
-        if isinstance(v, (int, float)):
-            return float(v)
-    return None
 
 
 @rule(code="HLT002", name="loss-scale-search", family=Family.HEALTHY,
@@ -66,7 +52,7 @@ def loss_scale_search(run: Run, ctx: RuleContext) -> Finding | None:
     skips = ev[kinds == "overflow_skip"]
     if skips.empty or len(skips) > ctx["max_skips"]:
         return None
-    scales = [s for s in map(_scale, skips["details"]) if s is not None]
+    scales = [s for s in map(logged_scale, skips["details"]) if s is not None]
     if not scales or min(scales) <= ctx["min_scale"]:
         return None
     if run.has("loss"):

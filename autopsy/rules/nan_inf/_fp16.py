@@ -247,3 +247,15 @@ def fp16_state(run: Run, loss: pd.Series, grad: pd.Series, th: Any) -> Fp16State
         scale_min=float(sv.min()) if sv.size else math.nan,
         collapsed=any(f[4] for f in found), last_skip=max((f[3] for f in found), default=None),
     )
+
+
+def logged_scale(details: Any) -> float | None:
+    """The loss scale an ``overflow_skip`` event reports (the new scale, else the one
+    attempted), or None: the details come from a log and may hold anything."""
+    if not isinstance(details, dict):
+        return None
+    for key in ("new_scale", "attempted_scale"):
+        v = details.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            return float(v)
+    return None

@@ -3,8 +3,6 @@ logged scalars do not show it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from autopsy.model.finding import Evidence, Family, Finding, Severity
@@ -12,22 +10,18 @@ from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.exceptions import exception_rows
 from autopsy.rules.nan_inf._event import CLASSIFY_THRESHOLDS, classify
+from autopsy.rules.nan_inf._fp16 import logged_scale
 from autopsy.rules.registry import rule
-
-
-def _scale(d: dict[str, Any]) -> float | None:
-    for key in ("new_scale", "attempted_scale"):
-        v = d.get(key)
-        if isinstance(v, (int, float)):
-            return float(v)
-    return None
+from autopsy.signals.ranks import as_int
 
 
 def _step(row: pd.Series) -> int | None:
+    """The step the message names, else the row's (details come from a log: anything)."""
     d = row["details"] if isinstance(row["details"], dict) else {}
     for v in (d.get("step"), d.get("iteration"), row["step"]):
-        if v is not None and not (isinstance(v, float) and v != v) and not pd.isna(v):
-            return int(v)
+        step = None if v is None or v is pd.NA else as_int(v)
+        if step is not None:
+            return step
     return None
 
 
@@ -75,11 +69,10 @@ def non_finite_in_logs(run: Run, ctx: RuleContext) -> Finding | None:
     ev = run.events
     kinds = ev["kind"].astype(str)
     said = ev[kinds == "nan_loss"]
-    raised = [(row, sig) for row, sig in exception_rows(run, ("root", "cascade"))
-              if sig is not None and sig.family is Family.NAN_INF]
+    raised = [(r.row, r.signature) for r in exception_rows(run, ("root", "cascade"), ctx)
+              if r.signature is not None and r.signature.family is Family.NAN_INF]
     skips = ev[kinds == "overflow_skip"]
-    scales = [(row, _scale(row["details"] if isinstance(row["details"], dict) else {}))
-              for _, row in skips.iterrows()]
+    scales = [(row, logged_scale(row["details"])) for _, row in skips.iterrows()]
     low = [(row, s) for row, s in scales if s is not None and s <= float(ctx["min_scale"])]
     last = raised[-1][1] if raised else None
     collapsed = last is not None and last.cause == "fp16_overflow"

@@ -58,8 +58,8 @@ def checkpoint_load_failed(run: Run, ctx: RuleContext) -> Finding | None:
         The exception with its message and where it was raised. Confidence is
         ``confidence``.
     """
-    hits = [(row, sig) for row, sig in exception_rows(run)
-            if sig is not None and sig.family is Family.RESUME]
+    hits = [(r.row, r.signature) for r in exception_rows(run, ctx=ctx)
+            if r.signature is not None and r.signature.family is Family.RESUME]
     if not hits:
         return None
     row, sig = hits[-1]  # the last one ended the run
