@@ -10,3 +10,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_RUNS = REPO / "sample_runs"
+PUBLIC_RUNS = SAMPLE_RUNS / "public"
+
+
+def public_run(name: str) -> Path:
+    """A case of the public corpus, as a test fixture; a missing one fails the test."""
+    path = PUBLIC_RUNS / name
+    assert path.is_dir(), f"missing fixture {path}"
+    return path

@@ -6,19 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from repo_paths import public_run
 
 import autopsy
 from autopsy.api import diagnose
 from autopsy.model import Family
 from autopsy.rules.engine import Diagnosis
 
-PUBLIC = Path(__file__).resolve().parents[2] / "sample_runs" / "public"
-
 
 def _diagnose(name: str) -> Diagnosis:
-    path = PUBLIC / name
-    assert path.is_dir(), f"missing fixture {path}"
-    return diagnose(autopsy.load_run(path))
+    return diagnose(autopsy.load_run(public_run(name)))
 
 
 @pytest.mark.parametrize(("name", "cause"), [

@@ -73,3 +73,13 @@ def test_docs_verdicts_md_holds_the_catalogue() -> None:
 
     doc = Path(__file__).resolve().parents[2] / "docs" / "verdicts.md"
     assert markdown_table() in doc.read_text(), "docs/verdicts.md: regenerate the table"
+
+
+def test_the_catalogue_reads_only_the_start_of_a_huge_message() -> None:
+    from autopsy.rules.exceptions import MAX_TEXT
+
+    # a hostile line: the signature's words only past the bound, after many near misses
+    filler = "Assertion " * (MAX_TEXT // 10 + 1)
+    assert classify_text("RuntimeError", filler + "CUDA error: illegal memory access") is None
+    assert classify_text("RuntimeError", "CUDA error: illegal memory access " + filler
+                         ) is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,9 +19,9 @@ from torch.utils.data import DataLoader, Dataset
 class Slow(Dataset):
     def __len__(self): return 8
     def __getitem__(self, i):
+        print("READY", flush=True)  # the worker holds the batch: the main process waits
         time.sleep(120); return torch.zeros(2)
 print("step 1 loss 2.31", flush=True)
-print("READY", flush=True)
 for batch in DataLoader(Slow(), num_workers=1):
     pass
 """
@@ -41,14 +42,21 @@ def _interrupted(tmp_path: Path, script: str) -> Path:
     proc = subprocess.Popen([sys.executable, str(src)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if line.startswith("READY"):
-            break
-    time.sleep(2.0)  # the loader's worker started and the main process waits on its queue
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    guard = threading.Timer(120, proc.kill)  # a script that never gets going fails, not hangs
+    guard.start()
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("READY"):
+                break
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        guard.cancel()
+        if proc.poll() is None:
+            proc.kill()
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "train.log").write_text("".join(lines) + out)

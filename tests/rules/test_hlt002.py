@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from repo_paths import public_run
+
 import autopsy
 from autopsy.api import diagnose
 from autopsy.model import Family
-
-PUBLIC = Path(__file__).resolve().parents[2] / "sample_runs" / "public"
 
 
 def _ds_lines(scales: list[float]) -> str:
@@ -20,8 +20,7 @@ def _ds_lines(scales: list[float]) -> str:
 
 
 def test_fires_on_a_published_early_search() -> None:
-    path = PUBLIC / "deepspeed_fp16_overflow_first_steps_hysteresis_issue_931"
-    assert path.is_dir(), f"missing fixture {path}"
+    path = public_run("deepspeed_fp16_overflow_first_steps_hysteresis_issue_931")
     d = diagnose(autopsy.load_run(path))
     assert (d.verdict.code, d.verdict.family) == ("HLT002", Family.HEALTHY)
 

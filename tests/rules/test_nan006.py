@@ -6,18 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from repo_paths import public_run
+
 import autopsy
 from autopsy.api import diagnose
 from autopsy.model import Family
 from autopsy.rules.engine import Diagnosis
 
-PUBLIC = Path(__file__).resolve().parents[2] / "sample_runs" / "public"
-
 
 def _diagnose(name: str) -> Diagnosis:
-    path = PUBLIC / name
-    assert path.is_dir(), f"missing fixture {path}"
-    return diagnose(autopsy.load_run(path))
+    return diagnose(autopsy.load_run(public_run(name)))
 
 
 def test_fires_on_fairseq_minimum_loss_scale() -> None:

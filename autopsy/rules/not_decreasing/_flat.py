@@ -256,12 +256,12 @@ def _stuck_tail(run: Run, loss: Any, t: Mapping[str, Any]) -> FlatLoss | None:
 def flat_loss(run: Run, t: Mapping[str, Any]) -> FlatLoss | None:
     """The flat-loss analysis, with its cause; None when the loss is not flat near its start
     and has not stopped changing at its end (:func:`_stuck_tail`)."""
-    return _flat_plateau(run, t) or _stuck_tail(run, run.series("loss"), t)
-
-
-def _flat_plateau(run: Run, t: Mapping[str, Any]) -> FlatLoss | None:
-    """A loss flat near its initial value over at least ``min_points`` points."""
     loss = run.series("loss")
+    return _flat_plateau(run, loss, t) or _stuck_tail(run, loss, t)
+
+
+def _flat_plateau(run: Run, loss: Any, t: Mapping[str, Any]) -> FlatLoss | None:
+    """A loss flat near its initial value over at least ``min_points`` points."""
     values = loss.to_numpy(dtype=float)
     finite = np.isfinite(values)
     if finite.sum() < t["min_points"]:
