@@ -289,3 +289,64 @@ def test_mxnet_module_fit_lines(tmp_path: Path) -> None:
     assert _same(_series(s, "throughput"), [(100, 1234.56), (200, 1200.0), (301, 1100.0)])
     assert _same(_series(s, "eval_accuracy"), [(200, 0.3)])
     assert _same(_series(s, "train_accuracy"), [(200, 0.25)])
+
+
+def test_paddle_suites_lines(tmp_path: Path) -> None:
+    # PaddleClas (ppcls/engine/train/utils.py log_info: "[Train][Epoch {}/{}][Iter: {}/{}]{}, {},
+    # {}, {}, {}" with time_msg "s, ".join(...) and the eval's "[Eval][Epoch {}][Avg]{}")
+    s = _read(tmp_path, (
+        "[2022/05/11 09:41:09] ppcls INFO: [Train][Epoch 1/120][Iter: 0/5005]lr(Cosine): "
+        "0.10000000, CELoss: 6.90869, loss: 6.90869, batch_cost: 3.84162s, reader_cost: 3.21344,"
+        " ips: 66.63854 images/sec, eta: 26 days, 16:12:34\n"
+        "[2022/05/11 09:41:18] ppcls INFO: [Train][Epoch 1/120][Iter: 10/5005]lr(Cosine): "
+        "0.10000000, CELoss: 6.91201, loss: 6.91201, batch_cost: 0.90415s, reader_cost: 0.60117,"
+        " ips: 283.13886 images/sec, eta: 6 days, 6:49:31\n"
+        "[2022/05/11 10:41:18] ppcls INFO: [Eval][Epoch 1][Iter: 0/196]CELoss: 6.80102, loss: "
+        "6.80102, top1: 0.00000, top5: 0.01562, batch_cost: 1.20319s, reader_cost: 1.06181, "
+        "ips: 212.76233 images/sec\n"
+        "[2022/05/11 10:42:18] ppcls INFO: [Eval][Epoch 1][Avg]CELoss: 6.73311, loss: 6.73311, "
+        "top1: 0.00512, top5: 0.02194\n"
+        "[2022/05/11 10:42:28] ppcls INFO: [Train][Epoch 2/120][Iter: 0/5005]lr(Cosine): "
+        "0.09998287, CELoss: 6.70213, loss: 6.70213, batch_cost: 0.89919s, reader_cost: 0.59812,"
+        " ips: 284.70712 images/sec, eta: 6 days, 5:11:01\n"), "clas.log")
+    assert _same(_series(s, "loss"), [(0, 6.90869), (10, 6.91201), (5005, 6.70213)])
+    assert _same(_series(s, "eval_loss"), [(10, 6.73311)])
+    assert _same(_series(s, "step_time"), [(0, 3.84162), (10, 0.90415), (5005, 0.89919)])
+    assert _same(_series(s, "data_time"), [(0, 3.21344), (10, 0.60117), (5005, 0.59812)])
+    assert _same(_series(s, "learning_rate"), [(0, 0.1), (10, 0.1), (5005, 0.09998287)])
+    # PaddleDetection (ppdet/engine/callbacks.py LogPrinter: 'Epoch: [{}]', '[{:4d}/{}]', ...,
+    # 'eta: {eta}', 'batch_cost: {btime}', 'data_cost: {dtime}', 'ips: {ips:.4f} images/s')
+    s = _read(tmp_path, (
+        "[08/15 10:21:35] ppdet.engine INFO: Epoch: [0] [   0/3665] learning_rate: 0.000100 "
+        "loss_class: 1.129017 loss_bbox: 1.445917 loss: 3.929145 eta: 3 days, 4:13:33 "
+        "batch_cost: 6.2163 data_cost: 5.9162 ips: 0.3217 images/s\n"
+        "[08/15 10:22:35] ppdet.engine INFO: Epoch: [1] [  20/3665] learning_rate: 0.000100 "
+        "loss_class: 1.093120 loss_bbox: 1.322013 loss: 3.716915 eta: 2 days, 23:11:54 "
+        "batch_cost: 2.9313 data_cost: 2.6409 ips: 0.6822 images/s\n"), "det.log")
+    assert _same(_series(s, "loss"), [(0, 3.929145), (3685, 3.716915)])
+    assert _same(_series(s, "data_time"), [(0, 5.9162), (3685, 2.6409)])
+    assert _same(_series(s, "throughput"), [(0, 0.3217), (3685, 0.6822)])
+    # PaddleOCR (tools/program.py: 'epoch: [{}/{}], iter: {}, {}, reader_cost: {:.5f} s,
+    # batch_cost: {:.5f} s, samples: {}, ips: {:.5f}') and PaddleSeg (core/train.py)
+    s = _read(tmp_path, (
+        "[2021/02/23 22:52:57] root INFO: epoch: [5/500], iter: 11550, lr: 0.001000, loss: "
+        "4.880471, acc: 0.598958, norm_edit_dis: 0.877949, reader_cost: 5.33854 s, batch_cost: "
+        "5.97875 s, samples: 960, ips: 16.05686\n"
+        "2021-03-10 15:36:43 [INFO]\t[TRAIN] epoch: 1, iter: 10/80000, loss: 2.6213, lr: "
+        "0.009999, batch_cost: 0.5522, reader_cost: 0.36331, ips: 14.4880 samples/sec | ETA "
+        "12:15:53\n"), "ocr_seg.log")
+    assert _same(_series(s, "loss"), [(11550, 4.880471), (10, 2.6213)])
+    assert _same(_series(s, "data_time"), [(11550, 5.33854), (10, 0.36331)])
+    assert _same(_series(s, "step_time"), [(11550, 5.97875), (10, 0.5522)])
+    assert "samples" not in set(s["tag"])
+    # PaddleOCR 1.x: the outputs as a dict's items, then the iteration time
+    s = _read(tmp_path, (
+        "2020-07-31 14:30:53,131-INFO: epoch: 0, iter: 20, 'lr': 0.002, 'total_loss': 1.0, "
+        "'loss_shrink_maps': 0.0, 'loss_threshold_maps': 0.0, 'loss_binary_maps': 1.0, time: "
+        "0.471\n"
+        "2020-07-31 14:31:00,872-INFO: epoch: 0, iter: 40, 'lr': 0.002, 'total_loss': nan, "
+        "'loss_shrink_maps': 0.0, 'loss_threshold_maps': 0.0, 'loss_binary_maps': 1.0, time: "
+        "0.371\n"), "ocr1.log")
+    assert _same(_series(s, "loss"), [(20, 1.0), (40, math.nan)])
+    assert _same(_series(s, "step_time"), [(20, 0.471), (40, 0.371)])
+    assert _same(_series(s, "learning_rate"), [(20, 0.002), (40, 0.002)])

@@ -50,10 +50,13 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
     "step_time": (
         "step_time", "train/step_time", "iteration_time", "iter_time", "time/step", "batch_time",
         "time_per_step", "time", "train/time", "iter_time_s", "step_time_s",
+        # the Paddle suites: the whole iteration, data wait included
+        "batch_cost",
     ),
     "data_time": (
         "data_time", "train/data_time", "time/data", "dataloader_time", "data_load_time",
         "time/data_loading", "data_loading_time", "data_wait_time",
+        "reader_cost", "data_cost",  # the Paddle suites
     ),
     # Megatron's timers print milliseconds: its data timer is ``batch-generator``.
     "data_time_ms": ("batch_generator", "data_time_ms"),
@@ -78,6 +81,7 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
         "throughput", "train/throughput", "samples_per_second", "tokens_per_second",
         "train/tokens_per_second",
         "tokens_per_sec", "samples/sec", "it/s", "wps", "speed",
+        "ips",  # the Paddle suites: instances (images, samples) per second
     ),
     "skipped_steps": (
         "skipped_steps", "number of skipped iterations", "skipped_iterations", "train/skipped",

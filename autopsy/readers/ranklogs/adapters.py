@@ -27,6 +27,7 @@ Shapes read (one example each; the tests hold real-format fixtures):
   [01:23<01:41, 5.41it/s, loss=2.34, v_num=0]``: the step is the postfix's
   ``global_step``/``step`` when there is one, else ``epoch × total + n`` (else ``n``,
   carried over when the bar restarts).
+* PaddleClas, PaddleDetection, PaddleOCR, PaddleSeg: see :mod:`.paddle`.
 * Generic ``key: value`` / ``key=value`` runs after a step marker (``step 10``, ``Step
   10/1000``, ``iter: 10``, ``[Iter 10/500]``, ``global_step=10``) holding a loss.
 """
@@ -39,6 +40,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from autopsy.readers.ranklogs.metrics import _NUM, MetricLine
+from autopsy.readers.ranklogs.paddle import LITERALS as PADDLE_LITERALS
+from autopsy.readers.ranklogs.paddle import parse_paddle
 
 _VALUE = r"(" + _NUM + r")"
 #: ``key: value`` pairs (mmengine, detectron2, torchtitan, nanotron, Keras, generic).
@@ -533,7 +536,7 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
 #: a substring test spares a regex search per adapter on every other line);
 #: :func:`parse_generic_pairs` is tried last, after the built-in generic parser.
 ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
-    (('{"',), parse_json_line), (("Epoch[",), parse_mxnet),
+    (('{"',), parse_json_line), (("Epoch[",), parse_mxnet), (PADDLE_LITERALS, parse_paddle),
     (("Epoch", "Iter"), parse_mmengine), (("iter:",), parse_detectron2),
     (("step:",), parse_torchtitan), (("iteration:",), parse_nanotron),
     (("steps:",), parse_deepspeed_pipe), (("Iteration", "Test net output"), parse_caffe),

@@ -58,6 +58,9 @@ FORMATS = (
     Format("mxnet_log", "MXNet Module.fit (Epoch[e] Batch [b] Speed: ... name=value, "
            "Train-/Validation- lines) and GluonCV ([Epoch e][Batch b] ...) logs", _TEXT,
            "train.log"),
+    Format("paddle_log", "PaddleClas [Train][Epoch e/E][Iter: i/n], PaddleDetection Epoch: [e] "
+           "[i/n], PaddleOCR epoch: [e/E], iter: N and PaddleSeg [TRAIN] lines (reader_cost, "
+           "batch_cost, ips)", _TEXT, "output/train.log"),
     Format("generic_log", "step/iter/epoch N ... loss X lines of any other loop", _TEXT,
            "train.log"),
     Format("pytorch_traceback", "Python tracebacks, CUDA OOM and error messages", ("events",),

@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Kinds whose parse of a line depends on that line alone.
 STATELESS_KINDS = frozenset({"megatron", "deepspeed", "fairseq", "fairseq_eval", "generic",
                              "generic_eval", "detectron2", "torchtitan", "nanotron",
-                             "deepspeed_pipe", "tf", "json", "mmengine"})
+                             "deepspeed_pipe", "tf", "json", "mmengine", "paddle"})
 #: A step or rank at least this large is not read by a shape (the usual parse skips it).
 MAX_STEP = float(2**62)
 #: Lines of a shape parsed the usual way, all agreeing with it, before it is trusted.
