@@ -209,6 +209,12 @@ def test_a_line_logged_twice_is_one_point(tmp_path: Path) -> None:
     ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
      "tensor with shape[64,224,224,3] and type float on /job:localhost/replica:0/task:0/"
      "device:GPU:0 by allocator GPU_0_bfc", "oom", ("device", "cuda")),
+    # the NVIDIA driver's kernel log line (dmesg -T), its Xid code in the details
+    ("[Mon Nov 20 03:12:44 2023] NVRM: Xid (PCI:0000:3b:00): 79, pid=28472, name=python, GPU "
+     "has fallen off the bus.", "traceback", ("xid", 79)),
+    ("[1234567.890123] NVRM: Xid (PCI:0000:b1:00): 48, pid='<unknown>', name=<unknown>, An "
+     "uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at "
+     "partition 6, subpartition 0.", "traceback", ("pci", "0000:b1:00")),
 ])
 def test_launcher_scheduler_and_error_lines_are_events(tmp_path: Path, text: str, kind: str,
                                                        detail: tuple[str, object]) -> None:

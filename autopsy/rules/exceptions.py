@@ -78,6 +78,11 @@ SIGNATURES: tuple[Signature, ...] = (
          r"Loss became infinite or NaN|Model diverged with loss = NaN|NaN loss during training|"
          r"loss is (?:nan|inf)|Loss is (?:nan|inf)|non-finite loss|Function '\w+' returned nan",
          "the framework stopped on a non-finite loss"),
+    # Megatron-LM's check of each gradient bucket before the data-parallel reduction
+    # (an AssertionError, or the rerun state machine's RuntimeError)
+    _sig("nan_grad", Family.NAN_INF, None,
+         r"found (?:NaN|Inf) in local grad norm|Unexpected result (?:nan|inf)\b",
+         "the framework found a non-finite gradient before the data-parallel reduction"),
     # collective timeouts are hangs (the hang rules explain them)
     _sig("collective_timeout", Family.HANG, "nccl_timeout",
          r"Watchdog caught collective operation timeout|collective operation timeout|"

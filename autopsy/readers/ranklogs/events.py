@@ -441,11 +441,15 @@ _DS_RETURN = re.compile(r"exits with return code = (-?\d+)"
 _SEGFAULT = re.compile(r"(?i)segmentation fault|SIGSEGV")
 _CUDA_FAIL = re.compile(r"device-side assert triggered|Assertion `[^`]*` failed|"
                         r"(?<![\w:] )CUDA error: ")
+#: The NVIDIA driver's GPU error report (kernel log, ``dmesg`` pasted into a job log):
+#: ``NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.``
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): (\d+),\s*(.*)$")
 _LOGGED_EXC = re.compile(r"<class '((?:[A-Za-z_]\w*\.)*[A-Z]\w*)'>.*? - (.+)$")
 
 
 def scheduler_events(text: str) -> list[tuple[EventKind, Details]]:
-    """slurm cancellations and memory kills, kernel OOM-killer lines, NaN messages, resumes,
+    """slurm cancellations and memory kills, kernel OOM-killer lines, NVIDIA Xid lines, NaN
+    messages, resumes,
     the DeepSpeed launcher's return codes, segmentation faults, exceptions a logger printed
     as ``<class 'RuntimeError'> ... - message``."""
     out: list[tuple[EventKind, Details]] = []
@@ -459,6 +463,13 @@ def scheduler_events(text: str) -> list[tuple[EventKind, Details]]:
             and "<class '" not in text:
         out.append((EventKind.TRACEBACK, {"exception": "CUDA error",
                                           "exc_message": text.strip()[:2000],
+                                          "headerless": True}))
+    m = _XID.search(text) if "Xid" in text else None
+    if m:
+        out.append((EventKind.TRACEBACK, {"exception": "Xid",
+                                          "exc_message": f"Xid {m.group(2)}: "
+                                                         f"{m.group(3).strip()[:2000]}",
+                                          "xid": int(m.group(2)), "pci": m.group(1),
                                           "headerless": True}))
     m = _LOGGED_EXC.search(text)
     if m:

@@ -50,6 +50,8 @@ EVENT_MARKERS: tuple[bytes, ...] = (
     b"store based barrier",
     # the device failing: device-side asserts (a label id out of range), CUDA errors
     b"device-side assert", b"Assertion `", b"CUDA error",
+    # the NVIDIA driver's GPU error reports (kernel log lines pasted into a job log)
+    b"NVRM: Xid",
 )
 
 #: Literals of per-step metric lines (confirmed by the parsers in ``metrics``).
