@@ -236,6 +236,15 @@ def family_table(outcomes: list[Outcome]) -> list[str]:
     return rows
 
 
+#: Families whose label step is defined by the same computation a rule makes: the first
+#: logged non-finite value (nan_inf), the step in progress when the log shows an error, a
+#: timeout or a failed load (oom, crash, hang, resume). The other families' label step is a
+#: practitioner's reading of a curve (where the loss turned, went flat, where the eval loss
+#: was best, where it became slow), which no rule computes the same way: their step accuracy
+#: is reported apart, so that one does not hide the other.
+SAME_COMPUTATION_FAMILIES = frozenset({"nan_inf", "oom", "crash", "hang", "resume"})
+
+
 def summary_table(outcomes: list[Outcome], k: int) -> list[str]:
     """Overall family, cause and step accuracy rows (Markdown)."""
     n = len(outcomes)
@@ -256,6 +265,12 @@ def summary_table(outcomes: list[Outcome], k: int) -> list[str]:
                 f"{_pct(sum(o.step_ok(0) for o in failing), len(failing))} |")
     rows.append(f"| first bad step, within the tolerance (failing runs only) | "
                 f"{_pct(sum(tol_failing), len(failing))} |")
+    for name, same in (("the rule's computation: a first NaN, the step of an error", True),
+                       ("a reading of the curve: a turn, a plateau, a best eval", False)):
+        part = [o for o in failing if (o.expected_family in SAME_COMPUTATION_FAMILIES) == same]
+        rows.append(f"| first bad step, within the tolerance, label step by {name} | "
+                    f"{_pct(sum(o.step_ok(tolerance(o.case.label, k)) for o in part), len(part))}"
+                    f" |")
     unknown = sum(o.got_family == "unknown" for o in outcomes)
     rows.append(f"| `unknown` verdicts | {_pct(unknown, n)} |")
     rows.append(f"| no usable report (exit 2, timeout, bad JSON) | "
