@@ -394,13 +394,34 @@ def ckpt(path: Path, world_size: int | None, scan_values: bool, fmt: str | None,
 @cli.command(name="rules", context_settings=CONTEXT_SETTINGS)
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
               default="text", help="Output format.")
+@click.option("--thresholds", "show_thresholds", is_flag=True,
+              help="List every threshold instead: its default, the rules that declare it "
+                   "and why it has that value (override with --set CODE.name=VALUE).")
 @library_errors
-def rules_command(fmt: str) -> None:
-    """List the rule catalogue: code, name, family, causes and title."""
+def rules_command(fmt: str, show_thresholds: bool) -> None:
+    """List the rule catalogue: code, name, family, causes and title.
+
+    \b
+    Example:
+        autopsy rules
+        autopsy rules --thresholds --format json
+    """
     from autopsy.rules.catalogue import markdown
     from autopsy.rules.registry import load_rules
 
     registry = load_rules()
+    if show_thresholds:
+        from autopsy.rules.catalogue import threshold_rows, thresholds_markdown, thresholds_text
+
+        rows = threshold_rows(registry)
+        if fmt == "json":
+            import json
+
+            click.echo(json.dumps([r.as_dict() for r in rows], indent=2))
+        else:
+            render = thresholds_markdown if fmt == "markdown" else thresholds_text
+            click.echo(render(rows), nl=False)
+        return
     if fmt == "markdown":
         click.echo(markdown(registry), nl=False)
     elif fmt == "json":

@@ -2,22 +2,101 @@
 
 ``docs/rules.md`` is generated from the rules' docstrings and declarations;
 regenerate it with ``python -m autopsy.rules.catalogue --write`` (a test fails
-when it is stale).
+when it is stale). :func:`threshold_rows` is the thresholds table
+(``autopsy rules --thresholds`` and the last section of ``docs/rules.md``): every
+threshold with its default, the rules that declare it and why it has that value.
 """
 
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from autopsy.rules.registry import DOC_SECTIONS, RuleSpec, load_rules
+from autopsy.rules.registry import DOC_SECTIONS, RuleSpec, ThresholdValue, load_rules
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 
 
 def _requires(spec: RuleSpec) -> str:
     return ", ".join(r.replace("|", " or ") for r in spec.requires) or "nothing"
+
+
+@dataclass(frozen=True)
+class ThresholdRow:
+    """One threshold declaration and the rules that declare it.
+
+    Attributes:
+        name: the threshold's name (``--set CODE.name=VALUE``).
+        default: its default value.
+        codes: the rules that declare it with this default and why, in code order.
+        why: why it has that value.
+    """
+
+    name: str
+    default: ThresholdValue
+    codes: tuple[str, ...]
+    why: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as JSON-able data (``autopsy rules --thresholds --format json``)."""
+        return {"name": self.name, "default": self.default, "rules": list(self.codes),
+                "why": self.why}
+
+
+def threshold_rows(registry: Mapping[str, RuleSpec]) -> list[ThresholdRow]:
+    """Every threshold of every rule, one row per declaration: rules that share a
+    declaration (same name, default and why: a family's shared classification) share a
+    row; the same name declared otherwise by another rule is another row. Rows come in
+    the order of their first rule's code, then of its declaration."""
+    rows: dict[tuple[str, str, str, str], list[str]] = {}
+    values: dict[tuple[str, str, str, str], ThresholdValue] = {}
+    for spec in registry.values():
+        for name, default in spec.thresholds.items():
+            why = spec.threshold_docs.get(name, "")
+            key = (name, type(default).__name__, repr(default), why)
+            rows.setdefault(key, []).append(spec.code)
+            values[key] = default
+    return [ThresholdRow(name=k[0], default=values[k], codes=tuple(codes), why=k[3])
+            for k, codes in rows.items()]
+
+
+def codes_text(codes: tuple[str, ...]) -> str:
+    """``NAN001-NAN006`` for a run of consecutive codes of one prefix, else a list."""
+    groups: list[list[str]] = []
+    for code in codes:
+        prev = groups[-1][-1] if groups else None
+        if prev is not None and prev[:-3] == code[:-3] and int(code[-3:]) == int(prev[-3:]) + 1:
+            groups[-1].append(code)
+        else:
+            groups.append([code])
+    return ", ".join(", ".join(g) if len(g) < 3 else f"{g[0]}-{g[-1]}" for g in groups)
+
+
+def thresholds_text(rows: list[ThresholdRow], width: int = 88) -> str:
+    """The thresholds table as plain text: ``name = default  (rules)`` and the why below."""
+    out = ["Thresholds (override with --set CODE.name=VALUE, a prefix or family for all its "
+           "rules,", "or [tool.autopsy.rules.CODE] in pyproject.toml):", ""]
+    for r in rows:
+        out.append(f"{r.name} = {r.default!r}  ({codes_text(r.codes)})")
+        out.append(textwrap.fill(r.why or "-", width=width, initial_indent="    ",
+                                 subsequent_indent="    ", break_on_hyphens=False))
+    return "\n".join(out) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def thresholds_markdown(rows: list[ThresholdRow]) -> str:
+    """The thresholds table as Markdown (also the last section of ``docs/rules.md``)."""
+    out = ["| threshold | default | rules | why |", "|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| `{r.name}` | `{r.default!r}` | {', '.join(r.codes)} | {_cell(r.why)} |")
+    return "\n".join(out) + "\n"
 
 
 def explain_text(spec: RuleSpec) -> str:
@@ -29,7 +108,12 @@ def explain_text(spec: RuleSpec) -> str:
     if spec.thresholds:
         lines.append("thresholds (override with --set "
                      f"{spec.code}.NAME=VALUE or [tool.autopsy.rules.{spec.code}]):")
-        lines += [f"  {k} = {v!r}" for k, v in spec.thresholds.items()]
+        for k, v in spec.thresholds.items():
+            lines.append(f"  {k} = {v!r}")
+            why = spec.threshold_docs.get(k, "")
+            if why:
+                lines += textwrap.wrap(why, width=88, initial_indent="      ",
+                                       subsequent_indent="      ", break_on_hyphens=False)
     for heading, text in spec.sections().items():
         lines += ["", f"{heading}:"] + [f"  {line}" if line else "" for line in text.splitlines()]
     return "\n".join(lines) + "\n"
@@ -55,12 +139,22 @@ def markdown(registry: Mapping[str, RuleSpec]) -> str:
                 f"- causes: {', '.join(f'`{c}`' for c in spec.causes) or '-'}",
                 f"- requires: {_requires(spec)}"]
         if spec.thresholds:
-            out.append("- thresholds: " + ", ".join(
+            out.append("- thresholds ([why each](#thresholds)): " + ", ".join(
                 f"`{k}` = `{v!r}`" for k, v in spec.thresholds.items()))
         sections = spec.sections()
         for heading in DOC_SECTIONS:
             if heading in sections:
                 out += ["", f"### {heading}", "", sections[heading]]
+    out += ["", "## Thresholds", "",
+            "Every threshold of every rule, with its default and why it has that value "
+            "(`autopsy rules --thresholds` prints this table; `autopsy explain CODE` shows one "
+            "rule's). Each family declares its thresholds in one module, "
+            "`autopsy/rules/<family>/thresholds.py`, and the LR ranges several families use in "
+            "`autopsy/rules/thresholds.py`. Rules that judge one event together share a "
+            "declaration and a row: override it on all of them with a prefix or a family "
+            "(`--set NAN.spike_ratio=4`, `[tool.autopsy.rules.nan_inf]`), on one rule with "
+            "`--set CODE.name=VALUE` or `[tool.autopsy.rules.CODE]`.",
+            "", thresholds_markdown(threshold_rows(registry)).rstrip("\n")]
     return "\n".join(out) + "\n"
 
 

@@ -10,7 +10,8 @@ typical range of the run's regime, read from its own config:
   ``full_lr_low..full_lr_high`` (1e-5..5e-5). The config cannot tell fine-tuning from
   pre-training from scratch (typically 1e-4..1e-3); the regime says so.
 
-Rules that use it declare :data:`REGIME_THRESHOLDS` among their thresholds.
+Rules that use it declare :data:`autopsy.rules.thresholds.LR_REGIME` among their
+thresholds (the ranges' defaults and why each has its value are declared there).
 """
 
 from __future__ import annotations
@@ -23,16 +24,6 @@ import numpy as np
 
 from autopsy.model.run import Run
 from autopsy.rules.config._cfg import as_number
-
-#: Typical LR ranges per regime (threshold name -> default).
-REGIME_THRESHOLDS: dict[str, float] = {
-    "lora_lr_low": 1e-4,
-    "lora_lr_high": 3e-4,
-    "full_lr_low": 1e-5,
-    "full_lr_high": 5e-5,
-    "sgd_lr_low": 1e-3,
-    "sgd_lr_high": 1e-1,
-}
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,13 @@ and its thresholds with defaults. The function's docstring is the user
 documentation: the first line is the title, the rest has the sections of
 :data:`DOC_SECTIONS`.
 
+Thresholds are declared once per family, as :class:`Threshold` (a default and why it
+has that value), in ``autopsy/rules/<family>/thresholds.py`` (the cross-family ones in
+:mod:`autopsy.rules.thresholds`); a rule passes the family's declarations to
+:func:`rule`. :attr:`RuleSpec.thresholds` maps each name to its default (what
+``--set`` and the pyproject overrides start from) and :attr:`RuleSpec.threshold_docs`
+to its why.
+
 ``requires`` entries are canonical scalar tags (``"loss"``), config keys
 (``"config:fp16"``), or alternatives joined by ``|`` (``"loss|eval_loss"``).
 A rule whose requirements the run does not meet is not run; the engine records
@@ -36,6 +43,33 @@ RuleFunc = Callable[["Run", "RuleContext"], Iterable[Finding] | Finding | None]
 ThresholdValue = float | int | bool | str
 
 
+class RuleDefinitionError(Exception):
+    """A rule was declared wrongly (a bug in autopsy, caught by the tests)."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One threshold's declaration: its default value and why it has that value.
+
+    Attributes:
+        default: the value a rule uses unless ``--set CODE.name=VALUE`` or a pyproject
+            ``[tool.autopsy.rules.CODE]`` table overrides it; its type is the type an
+            override is coerced to.
+        why: what the threshold guards against and where its value comes from, for
+            ``autopsy explain``, ``autopsy rules --thresholds`` and ``docs/rules.md``.
+    """
+
+    default: ThresholdValue
+    why: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.default, (bool, int, float, str)):
+            raise RuleDefinitionError(f"threshold default {self.default!r} is not a "
+                                      "float, int, bool or str")
+        if not self.why.strip():
+            raise RuleDefinitionError(f"threshold default {self.default!r} has no why")
+
+
 @dataclass(frozen=True)
 class RuleSpec:
     """A registered rule."""
@@ -48,6 +82,18 @@ class RuleSpec:
     thresholds: Mapping[str, ThresholdValue]
     func: RuleFunc = field(repr=False, compare=False)
     module: str = ""
+    #: threshold name -> why it has its default (see :class:`Threshold`).
+    threshold_docs: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def threshold_why(self, name: str) -> str:
+        """Why threshold ``name`` has its default ("" when it was declared without one).
+
+        Raises:
+            KeyError: the rule has no threshold ``name``.
+        """
+        if name not in self.thresholds:
+            raise KeyError(f"{self.code} has no threshold {name!r}")
+        return self.threshold_docs.get(name, "")
 
     @property
     def doc(self) -> str:
@@ -77,10 +123,6 @@ class RuleSpec:
 REGISTRY: dict[str, RuleSpec] = {}
 
 
-class RuleDefinitionError(Exception):
-    """A rule was declared wrongly (a bug in autopsy, caught by the tests)."""
-
-
 def rule(
     *,
     code: str,
@@ -88,9 +130,16 @@ def rule(
     family: Family,
     causes: Iterable[str] = (),
     requires: Iterable[str] = (),
-    thresholds: Mapping[str, ThresholdValue] | None = None,
+    thresholds: Mapping[str, Threshold | ThresholdValue] | None = None,
 ) -> Callable[[RuleFunc], RuleFunc]:
-    """Declare a rule (see the module docstring)."""
+    """Declare a rule (see the module docstring).
+
+    ``thresholds`` maps each name to its :class:`Threshold` declaration (a bare value
+    declares a default without a why, which the tests reject for registered rules).
+    """
+    declared = dict(thresholds or {})
+    defaults = {k: v.default if isinstance(v, Threshold) else v for k, v in declared.items()}
+    docs = {k: v.why for k, v in declared.items() if isinstance(v, Threshold)}
 
     def decorate(func: RuleFunc) -> RuleFunc:
         if not CODE_RE.match(code):
@@ -106,9 +155,10 @@ def rule(
             family=Family(family),
             causes=tuple(causes),
             requires=tuple(requires),
-            thresholds=dict(thresholds or {}),
+            thresholds=defaults,
             func=func,
             module=func.__module__,
+            threshold_docs=docs,
         )
         return func
 

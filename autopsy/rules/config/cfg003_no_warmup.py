@@ -6,8 +6,9 @@ from autopsy.model.config import ConfigValue
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.config._cfg import as_number, config_evidence, step_budget
+from autopsy.rules.config.thresholds import CFG003
 from autopsy.rules.context import RuleContext
-from autopsy.rules.lr_regime import REGIME_THRESHOLDS, lr_regime, peak_lr
+from autopsy.rules.lr_regime import lr_regime, peak_lr
 from autopsy.rules.registry import rule
 from autopsy.signals import Schedule, reconstruct_schedule
 
@@ -43,7 +44,7 @@ def _warmup(run: Run) -> tuple[bool | None, list[Evidence]]:
     family=Family.DIVERGING,
     causes=("no_warmup",),
     requires=("learning_rate|config:learning_rate",),
-    thresholds={**REGIME_THRESHOLDS, "warmup_frac": 0.03},
+    thresholds=CFG003,
 )
 def no_warmup_high_lr(run: Run, ctx: RuleContext) -> Finding | None:
     """No learning-rate warm-up, with an LR above the regime's usual range.

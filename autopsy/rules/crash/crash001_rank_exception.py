@@ -15,6 +15,7 @@ from autopsy.rules.crash._failures import (
     first_bad_step,
     user_frame,
 )
+from autopsy.rules.crash.thresholds import CRASH001
 from autopsy.rules.exceptions import ExceptionRow, Signature, exception_rows, interrupted_wait
 from autopsy.rules.registry import rule
 from autopsy.signals.ranks import went_on_past
@@ -51,7 +52,7 @@ def _own(r: ExceptionRow, telling: bool) -> Signature | bool | None:
     family=Family.CRASH,
     causes=("exception", "cuda_error", "nccl_error", "segfault", "killed",
             "label_out_of_range"),
-    thresholds={"confidence": 0.9, "confidence_disputed": 0.8},
+    thresholds=CRASH001,
 )
 def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
     """A rank raised an exception that killed the run.

@@ -9,6 +9,7 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.crash._failures import attributed
+from autopsy.rules.crash.thresholds import CRASH002
 from autopsy.rules.exceptions import Signature, classify
 from autopsy.rules.registry import rule
 
@@ -47,7 +48,7 @@ def _text(row: pd.Series) -> tuple[str, str]:
 
 @rule(code="CRASH002", name="process-died", family=Family.CRASH,
       causes=("segfault", "cuda_error", "nccl_error", "killed", "label_out_of_range"),
-      thresholds={"confidence": 0.75})
+      thresholds=CRASH002)
 def process_died(run: Run, ctx: RuleContext) -> Finding | None:
     """A process died without a Python exception of its own.
 

@@ -20,6 +20,7 @@ from autopsy.rules.diverging._shared import (
     total_steps,
     warmup_off,
 )
+from autopsy.rules.diverging.thresholds import DIV001
 from autopsy.rules.registry import rule
 from autopsy.signals import first_non_finite, theil_sen
 
@@ -38,18 +39,7 @@ def _exp(x: float) -> float:
     family=Family.DIVERGING,
     causes=("lr_too_high",),
     requires=("loss",),
-    thresholds={
-        "min_points": 8,
-        "smooth_points": 5,
-        "smooth_fraction": 20,
-        "near_min": 0.02,
-        "min_rise_points": 5,
-        "min_rel_rise": 0.3,
-        "noise_k": 2.0,
-        "explode_ratio": 10.0,
-        "min_explode_points": 2,
-        "end_points": 3,
-    },
+    thresholds=DIV001,
 )
 def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
     """The training loss diverged: it rose after its minimum and stayed up, still finite.

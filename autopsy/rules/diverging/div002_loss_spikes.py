@@ -19,6 +19,7 @@ from autopsy.rules.diverging._shared import (
     schedule_points,
     total_steps,
 )
+from autopsy.rules.diverging.thresholds import DIV002
 from autopsy.rules.registry import rule
 from autopsy.signals import Spike, find_spikes, first_non_finite, spike_scores
 
@@ -39,18 +40,7 @@ class _Event:
     family=Family.DIVERGING,
     causes=("no_clipping", "lr_too_high", "bad_data"),
     requires=("loss",),
-    thresholds={
-        "window": 20,
-        "min_periods": 10,
-        "min_score": 8.0,
-        "detrend_points": 9,
-        "min_ratio": 1.5,
-        "recover_points": 5,
-        "recover_tol": 0.2,
-        "single_point_ratio": 3.0,
-        "max_isolated": 2,
-        "max_listed": 5,
-    },
+    thresholds=DIV002,
 )
 def loss_spikes(run: Run, ctx: RuleContext) -> Finding | None:
     """The training loss spiked and recovered.

@@ -6,6 +6,7 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.hang._stuck import classify
+from autopsy.rules.hang.thresholds import HANG001
 from autopsy.rules.registry import rule
 
 
@@ -14,7 +15,7 @@ from autopsy.rules.registry import rule
     name="collective-timeout-laggard",
     family=Family.HANG,
     causes=("dead_rank", "straggler", "nccl_timeout"),
-    thresholds={"confidence_named": 0.85, "confidence_unnamed": 0.5},
+    thresholds=HANG001,
 )
 def collective_timeout_laggard(run: Run, ctx: RuleContext) -> Finding | None:
     """Ranks timed out in a collective that one rank never reached.

@@ -6,6 +6,7 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.hang._stuck import classify
+from autopsy.rules.hang.thresholds import HANG002
 from autopsy.rules.registry import rule
 
 
@@ -14,7 +15,7 @@ from autopsy.rules.registry import rule
     name="uneven-batches",
     family=Family.HANG,
     causes=("uneven_batches",),
-    thresholds={"confidence": 0.8},
+    thresholds=HANG002,
 )
 def uneven_batches(run: Run, ctx: RuleContext) -> Finding | None:
     """A rank ran out of batches one step early and waited at a barrier.

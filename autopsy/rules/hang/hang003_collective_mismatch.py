@@ -6,6 +6,7 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.hang._stuck import classify
+from autopsy.rules.hang.thresholds import HANG003
 from autopsy.rules.registry import rule
 
 
@@ -14,7 +15,7 @@ from autopsy.rules.registry import rule
     name="collective-mismatch",
     family=Family.HANG,
     causes=("collective_mismatch",),
-    thresholds={"confidence_numel": 0.85, "confidence_place": 0.7},
+    thresholds=HANG003,
 )
 def collective_mismatch(run: Run, ctx: RuleContext) -> Finding | None:
     """The ranks called mismatched collectives and timed out.

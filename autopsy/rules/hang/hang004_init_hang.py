@@ -7,6 +7,7 @@ import pandas as pd
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
+from autopsy.rules.hang.thresholds import HANG004
 from autopsy.rules.registry import rule
 
 
@@ -15,7 +16,7 @@ from autopsy.rules.registry import rule
     name="init-hang",
     family=Family.HANG,
     causes=("init_hang",),
-    thresholds={"confidence": 0.85},
+    thresholds=HANG004,
 )
 def init_hang(run: Run, ctx: RuleContext) -> Finding | None:
     """The ranks timed out at init or at a barrier some ranks never joined.

@@ -10,6 +10,7 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.crash._failures import shared_rank_status
+from autopsy.rules.hang.thresholds import HANG005
 from autopsy.rules.registry import rule
 
 #: Fingerprint fields compared across ranks.
@@ -21,7 +22,7 @@ FIELDS: tuple[str, ...] = ("OpType", "TensorShape", "TensorDtypes")
     name="collective-mismatch-detected",
     family=Family.CRASH,
     causes=("collective_mismatch",),
-    thresholds={"confidence": 0.9},
+    thresholds=HANG005,
 )
 def collective_mismatch_detected(run: Run, ctx: RuleContext) -> Finding | None:
     """The ranks raised on a detected collective mismatch.

@@ -8,11 +8,12 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.exceptions import exception_rows, interrupted_wait
+from autopsy.rules.hang.thresholds import HANG006
 from autopsy.rules.registry import rule
 
 
 @rule(code="HANG006", name="interrupted-stall", family=Family.HANG,
-      causes=("dataloader_hang",), thresholds={"confidence": 0.7})
+      causes=("dataloader_hang",), thresholds=HANG006)
 def interrupted_stall(run: Run, ctx: RuleContext) -> Finding | None:
     """The run was stuck, and whoever was waiting stopped it.
 

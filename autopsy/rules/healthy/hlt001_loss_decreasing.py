@@ -7,6 +7,7 @@ import numpy as np
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
+from autopsy.rules.healthy.thresholds import HLT001
 from autopsy.rules.registry import rule
 from autopsy.signals.ranks import went_on_past
 
@@ -23,7 +24,7 @@ FAILURE_EVENTS: frozenset[str] = frozenset({
     name="loss-decreasing",
     family=Family.HEALTHY,
     requires=("loss",),
-    thresholds={"min_points": 3, "min_drop": 0.05, "max_overflow_skips": 10},
+    thresholds=HLT001,
 )
 def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
     """The training loss is finite throughout and fell over the run.

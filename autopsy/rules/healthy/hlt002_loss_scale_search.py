@@ -8,12 +8,13 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.healthy.hlt001_loss_decreasing import FAILURE_EVENTS
+from autopsy.rules.healthy.thresholds import HLT002
 from autopsy.rules.nan_inf._fp16 import logged_scale
 from autopsy.rules.registry import rule
 
 
 @rule(code="HLT002", name="loss-scale-search", family=Family.HEALTHY,
-      thresholds={"min_scale": 1.0, "max_skips": 64})
+      thresholds=HLT002)
 def loss_scale_search(run: Run, ctx: RuleContext) -> Finding | None:
     """The fp16 loss scaler skipped a few steps while it found its scale: normal.
 

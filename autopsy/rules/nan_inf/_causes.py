@@ -1,6 +1,7 @@
 """Why an optimisation blew up: the LR against its regime and schedule, warm-up, clipping.
 
-Used by the blow-up rule and by the hidden-NaN rule (to repeat the blow-up advice).
+Used by the blow-up rule and by the hidden-NaN rule (to repeat the blow-up advice). The
+rules that use it declare :data:`autopsy.rules.nan_inf.thresholds.CAUSE`.
 """
 
 from __future__ import annotations
@@ -11,17 +12,8 @@ from typing import Any
 
 from autopsy.model.finding import Evidence
 from autopsy.model.run import Run
-from autopsy.rules.lr_regime import REGIME_THRESHOLDS, lr_regime
+from autopsy.rules.lr_regime import lr_regime
 from autopsy.signals import Schedule, lr_at, phase_at, reconstruct_schedule
-
-#: Thresholds of the cause choice (declared by the rules that use it).
-CAUSE_THRESHOLDS: dict[str, float | int] = {
-    **REGIME_THRESHOLDS,
-    "high_lr_factor": 3.0,
-    "peak_fraction": 0.9,
-    "early_steps": 50,
-    "advice_warmup_ratio": 0.02,
-}
 
 
 @dataclass(frozen=True)

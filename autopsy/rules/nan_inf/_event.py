@@ -11,7 +11,8 @@ fp16 scaler skips left out) and sorts the event into one kind, in this order:
 - ``unexplained``: none of these can be told (no grad norm, no explosion).
 
 Each NaN/Inf rule reports only its own kind, so one event gives one verdict-grade finding.
-All NaN/Inf rules declare :data:`CLASSIFY_THRESHOLDS` so that they classify alike.
+All NaN/Inf rules declare :data:`autopsy.rules.nan_inf.thresholds.CLASSIFY` so that they
+classify alike.
 """
 
 from __future__ import annotations
@@ -25,22 +26,8 @@ import pandas as pd
 from autopsy.model.finding import Evidence, Severity
 from autopsy.model.run import Run
 from autopsy.rules.nan_inf._fp16 import Fp16State, fp16_state
+from autopsy.rules.nan_inf.thresholds import CLASSIFY
 from autopsy.signals import Spike, find_spikes, non_finite_steps
-
-#: Thresholds every NaN/Inf rule declares (the classification is shared).
-CLASSIFY_THRESHOLDS: dict[str, float | int] = {
-    "spike_window": 20,
-    "spike_min_points": 5,
-    "spike_score": 6.0,
-    "spike_ratio": 3.0,
-    "lookback_points": 5,
-    "explosion_factor": 100.0,
-    "scaler_warmup_steps": 50,
-    "min_scale": 1.0,
-    "collapse_halvings": 8,
-    "skip_run": 3,
-    "recover_points": 5,
-}
 
 KINDS = ("fp16_overflow", "blowup", "bad_data", "unexplained")
 
@@ -222,7 +209,7 @@ def classify(run: Run, th: Any) -> NanEvent | None:
     """
     if not hasattr(th, "cached"):  # plain thresholds, not a RuleContext
         return _classify(run, th)
-    key = "nan_inf.classify" + repr(sorted((k, th[k]) for k in CLASSIFY_THRESHOLDS))
+    key = "nan_inf.classify" + repr(sorted((k, th[k]) for k in CLASSIFY))
     return th.cached(key, lambda: _classify(run, th))  # type: ignore[no-any-return]
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from autopsy.model.finding import Family, Finding
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
-from autopsy.rules.nan_inf._causes import CAUSE_THRESHOLDS, blowup_cause
-from autopsy.rules.nan_inf._event import CLASSIFY_THRESHOLDS, NanEvent, classify
+from autopsy.rules.nan_inf._causes import blowup_cause
+from autopsy.rules.nan_inf._event import NanEvent, classify
+from autopsy.rules.nan_inf.thresholds import CAUSE, CLASSIFY
 from autopsy.rules.registry import rule
 
 
@@ -26,7 +27,7 @@ def trigger(event: NanEvent) -> str:
     family=Family.NAN_INF,
     causes=("lr_too_high", "no_warmup", "no_clipping"),
     requires=("loss|grad_norm",),
-    thresholds={**CLASSIFY_THRESHOLDS, **CAUSE_THRESHOLDS},
+    thresholds={**CLASSIFY, **CAUSE},
 )
 def nan_after_blowup(run: Run, ctx: RuleContext) -> Finding | None:
     """NaN/Inf after an optimisation blow-up (grad-norm spike or loss explosion)
@@ -43,8 +44,9 @@ def nan_after_blowup(run: Run, ctx: RuleContext) -> Finding | None:
         the next update was larger still, and the values overflowed. The usual reasons,
         one named as primary from the run's own numbers:
         ``lr_too_high`` when the LR at the blow-up is at (``peak_fraction`` of) the
-        schedule's peak and above what its regime tolerates (``high_lr_sgd`` for SGD,
-        ``high_lr_full_finetune`` for full fine-tuning, ``high_lr_adaptive`` otherwise);
+        schedule's peak and at least ``high_lr_factor`` times the top of its regime's
+        typical range (``lora_lr_high`` for LoRA, ``sgd_lr_high`` for SGD,
+        ``full_lr_high`` for full fine-tuning);
         ``no_warmup`` when the run started at its full LR and blew up within
         ``early_steps`` steps; ``no_clipping`` when ``max_grad_norm`` is 0 or absent
         and the LR is not unusual. The other factors present are named too.

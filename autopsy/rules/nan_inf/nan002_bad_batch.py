@@ -5,7 +5,8 @@ from __future__ import annotations
 from autopsy.model.finding import Evidence, Family, Finding
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
-from autopsy.rules.nan_inf._event import CLASSIFY_THRESHOLDS, classify
+from autopsy.rules.nan_inf._event import classify
+from autopsy.rules.nan_inf.thresholds import CLASSIFY
 from autopsy.rules.registry import rule
 
 
@@ -15,7 +16,7 @@ from autopsy.rules.registry import rule
     family=Family.NAN_INF,
     causes=("bad_data",),
     requires=("grad_norm",),
-    thresholds=dict(CLASSIFY_THRESHOLDS),
+    thresholds=CLASSIFY,
 )
 def nan_bad_batch(run: Run, ctx: RuleContext) -> Finding | None:
     """NaN/Inf out of a flat grad norm: a bad batch or a numerics bug

@@ -5,8 +5,9 @@ from __future__ import annotations
 from autopsy.model.finding import Family, Finding
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
-from autopsy.rules.nan_inf._causes import CAUSE_THRESHOLDS, blowup_cause
-from autopsy.rules.nan_inf._event import CLASSIFY_THRESHOLDS, classify
+from autopsy.rules.nan_inf._causes import blowup_cause
+from autopsy.rules.nan_inf._event import classify
+from autopsy.rules.nan_inf.thresholds import CAUSE, CLASSIFY
 from autopsy.rules.registry import rule
 
 
@@ -16,7 +17,7 @@ from autopsy.rules.registry import rule
     family=Family.NAN_INF,
     causes=("fp16_overflow",),
     requires=("config:fp16|config:mixed_precision|loss_scale|skipped_steps",),
-    thresholds={**CLASSIFY_THRESHOLDS, **CAUSE_THRESHOLDS},
+    thresholds={**CLASSIFY, **CAUSE},
 )
 def fp16_overflow(run: Run, ctx: RuleContext) -> Finding | None:
     """fp16 overflow: the loss scale collapsed, steps were skipped, or the loss is inf

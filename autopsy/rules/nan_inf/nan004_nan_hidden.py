@@ -7,8 +7,9 @@ import numpy as np
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
-from autopsy.rules.nan_inf._causes import CAUSE_THRESHOLDS, blowup_cause
-from autopsy.rules.nan_inf._event import CLASSIFY_THRESHOLDS, NanEvent, classify
+from autopsy.rules.nan_inf._causes import blowup_cause
+from autopsy.rules.nan_inf._event import NanEvent, classify
+from autopsy.rules.nan_inf.thresholds import CAUSE, CLASSIFY
 from autopsy.rules.registry import rule
 
 
@@ -36,7 +37,7 @@ def _loss_shown(run: Run, event: NanEvent) -> Evidence:
     name="nan-hidden-in-loss",
     family=Family.NAN_INF,
     requires=("grad_norm", "loss"),
-    thresholds={**CLASSIFY_THRESHOLDS, **CAUSE_THRESHOLDS},
+    thresholds={**CLASSIFY, **CAUSE},
 )
 def nan_hidden_in_loss(run: Run, ctx: RuleContext) -> Finding | None:
     """The grad norm is NaN/Inf while the logged loss stays finite: the NaN is hidden

@@ -5,7 +5,8 @@ from __future__ import annotations
 from autopsy.model.finding import Evidence, Family, Finding
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
-from autopsy.rules.nan_inf._event import CLASSIFY_THRESHOLDS, classify
+from autopsy.rules.nan_inf._event import classify
+from autopsy.rules.nan_inf.thresholds import CLASSIFY
 from autopsy.rules.registry import rule
 
 
@@ -27,7 +28,7 @@ def _risks(run: Run) -> list[Evidence]:
     name="non-finite-values",
     family=Family.NAN_INF,
     requires=("loss|grad_norm",),
-    thresholds=dict(CLASSIFY_THRESHOLDS),
+    thresholds=CLASSIFY,
 )
 def non_finite_values(run: Run, ctx: RuleContext) -> Finding | None:
     """The loss or grad norm went NaN/Inf (cause not determined)

@@ -9,8 +9,9 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.exceptions import exception_rows
-from autopsy.rules.nan_inf._event import CLASSIFY_THRESHOLDS, classify
+from autopsy.rules.nan_inf._event import classify
 from autopsy.rules.nan_inf._fp16 import logged_scale
+from autopsy.rules.nan_inf.thresholds import CLASSIFY
 from autopsy.rules.registry import rule
 from autopsy.signals.ranks import as_int
 
@@ -30,7 +31,7 @@ def _step(row: pd.Series) -> int | None:
     name="non-finite-in-logs",
     family=Family.NAN_INF,
     causes=("fp16_overflow",),
-    thresholds=dict(CLASSIFY_THRESHOLDS),
+    thresholds=CLASSIFY,
 )
 def non_finite_in_logs(run: Run, ctx: RuleContext) -> Finding | None:
     """The logs say the loss went NaN/Inf, or the fp16 loss scale collapsed.

@@ -19,6 +19,9 @@ each excluding the next:
 5. ``chance_level``: the loss within ``chance_tol`` (relative) of ln(C) for C =
    ``num_labels`` or ``vocab_size``;
 6. ``None``: flat, cause not established (FLAT005).
+
+The thresholds, with why each has its value, are declared in
+:data:`autopsy.rules.not_decreasing.thresholds.FLAT` (every FLAT rule declares all of them).
 """
 
 from __future__ import annotations
@@ -32,39 +35,8 @@ import numpy as np
 
 from autopsy.model.finding import Evidence
 from autopsy.model.run import Run
-from autopsy.rules.lr_regime import REGIME_THRESHOLDS, PeakLR, Regime, lr_regime, peak_lr
+from autopsy.rules.lr_regime import PeakLR, Regime, lr_regime, peak_lr
 from autopsy.signals import Plateau, plateau_test
-
-#: Thresholds every FLAT rule declares (they classify together, so they share them).
-FLAT_THRESHOLDS: dict[str, float | int] = {
-    "min_points": 10,
-    "flat_rel_tol": 0.05,
-    "initial_points": 3,
-    "max_initial_drop": 0.1,
-    "zero_loss": 1e-7,
-    "const_rel": 1e-6,
-    "zero_grad_norm": 1e-8,
-    "tiny_grad_rel": 0.05,
-    "chance_tol": 0.03,
-    "min_constant_points": 3,
-    "min_constant_level": 0.01,
-    "implied_chance_tol": 0.002,
-    **REGIME_THRESHOLDS,
-}
-"""Why the thresholds added for runs that log few points have their values:
-
-- ``min_constant_points`` (3): a loss identical to ``const_rel`` over its last 3 logged
-  points (and over at least a quarter of the run) has stopped changing: a model that
-  still updates moves its loss in the later digits at every logged point, even once
-  converged. Runs logged once per epoch have only a handful of points, fewer than
-  ``min_points``.
-- ``min_constant_level`` (0.01): below it a constant loss may be a fully fitted training
-  set printed with few digits (``loss: 0.0000``), not a dead run.
-- ``implied_chance_tol`` (0.2%): without ``num_labels`` in a config, a stuck loss within
-  0.2% of ln(k) for a whole k >= 2 (0.6931 = ln 2, 1.386 = ln 4, 2.3026 = ln 10) is read as
-  chance level over k classes; printed losses carry 4 or more digits, so a loss this close
-  to ln(k) is not a coincidence of a real plateau.
-"""
 
 #: Architecture name endings whose loss is a cross-entropy over ``num_labels`` classes.
 CLASSIFIER_HEADS = ("ForSequenceClassification", "ForTokenClassification",

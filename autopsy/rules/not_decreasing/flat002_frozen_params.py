@@ -5,7 +5,8 @@ from __future__ import annotations
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
-from autopsy.rules.not_decreasing._flat import FLAT_THRESHOLDS, flat_loss
+from autopsy.rules.not_decreasing._flat import flat_loss
+from autopsy.rules.not_decreasing.thresholds import FLAT
 from autopsy.rules.registry import rule
 
 
@@ -15,7 +16,7 @@ from autopsy.rules.registry import rule
     family=Family.NOT_DECREASING,
     causes=("frozen_params",),
     requires=("loss", "grad_norm"),
-    thresholds=FLAT_THRESHOLDS,
+    thresholds=FLAT,
 )
 def frozen_params(run: Run, ctx: RuleContext) -> Finding | None:
     """The loss is flat and the gradient norm is zero or tiny: (almost) nothing is trained.

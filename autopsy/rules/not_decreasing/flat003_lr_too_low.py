@@ -7,7 +7,8 @@ import math
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
-from autopsy.rules.not_decreasing._flat import FLAT_THRESHOLDS, flat_loss
+from autopsy.rules.not_decreasing._flat import flat_loss
+from autopsy.rules.not_decreasing.thresholds import FLAT
 from autopsy.rules.registry import rule
 
 
@@ -17,7 +18,7 @@ from autopsy.rules.registry import rule
     family=Family.NOT_DECREASING,
     causes=("lr_too_low",),
     requires=("loss", "learning_rate|config:learning_rate"),
-    thresholds=FLAT_THRESHOLDS,
+    thresholds=FLAT,
 )
 def lr_too_low(run: Run, ctx: RuleContext) -> Finding | None:
     """The loss is flat because the learning rate is too low for the regime.

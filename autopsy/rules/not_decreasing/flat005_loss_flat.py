@@ -5,7 +5,8 @@ from __future__ import annotations
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
-from autopsy.rules.not_decreasing._flat import FLAT_THRESHOLDS, FlatLoss, flat_loss
+from autopsy.rules.not_decreasing._flat import FlatLoss, flat_loss
+from autopsy.rules.not_decreasing.thresholds import FLAT
 from autopsy.rules.registry import rule
 
 
@@ -39,7 +40,7 @@ def _unknowns(flat: FlatLoss) -> tuple[list[str], list[str]]:
     name="loss-flat",
     family=Family.NOT_DECREASING,
     requires=("loss",),
-    thresholds=FLAT_THRESHOLDS,
+    thresholds=FLAT,
 )
 def loss_flat(run: Run, ctx: RuleContext) -> Finding | None:
     """The loss is not decreasing: flat near its initial value, cause not established.

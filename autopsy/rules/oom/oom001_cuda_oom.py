@@ -15,6 +15,7 @@ from autopsy.rules.crash._failures import (
     first_bad_step,
 )
 from autopsy.rules.oom._oom import phase_of, traceback_for
+from autopsy.rules.oom.thresholds import OOM001
 from autopsy.rules.registry import rule
 
 GIB = 1024 ** 3
@@ -31,7 +32,7 @@ def _gib(v: object) -> str:
     name="cuda-oom",
     family=Family.OOM,
     causes=("cuda_oom", "fragmentation"),
-    thresholds={"frag_min_fraction": 0.05},
+    thresholds=OOM001,
 )
 def cuda_oom(run: Run, ctx: RuleContext) -> Finding | None:
     """A rank ran out of GPU memory.

@@ -8,6 +8,7 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.crash._failures import attributed, claim_evidence, first_bad_step
+from autopsy.rules.oom.thresholds import OOM002
 from autopsy.rules.registry import rule
 
 
@@ -30,7 +31,7 @@ def _describe(row: pd.Series) -> str:
 
 
 @rule(code="OOM002", name="host-oom", family=Family.OOM, causes=("host_oom",),
-      thresholds={"confidence": 0.85})
+      thresholds=OOM002)
 def host_oom(run: Run, ctx: RuleContext) -> Finding | None:
     """The host ran out of RAM: the kernel killed a rank or a DataLoader worker.
 

@@ -11,6 +11,7 @@ import pandas as pd
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
+from autopsy.rules.overfitting.thresholds import OVF001
 from autopsy.rules.registry import rule
 
 _CHECKPOINT = re.compile(r"(?:^|/)checkpoint-(\d+)(?:/|$)")
@@ -22,14 +23,7 @@ _CHECKPOINT = re.compile(r"(?:^|/)checkpoint-(\d+)(?:/|$)")
     family=Family.OVERFITTING,
     causes=("overfitting",),
     requires=("eval_loss",),
-    thresholds={
-        "min_evals": 3,
-        "min_rising_evals": 2,
-        "rel_rise": 0.1,
-        "train_points": 3,
-        "memorised_train": 0.1,
-        "memorised_eval": 1.0,
-    },
+    thresholds=OVF001,
 )
 def eval_loss_rising(run: Run, ctx: RuleContext) -> Finding | None:
     """The model overfits: the eval loss rises after its minimum while the train loss falls.

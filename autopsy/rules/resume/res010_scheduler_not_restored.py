@@ -15,6 +15,7 @@ from autopsy.rules.resume._boundary import (
     restored_note,
     resumes,
 )
+from autopsy.rules.resume.thresholds import RES010
 from autopsy.signals.resume import Boundary, lr_break, sides
 
 
@@ -34,7 +35,7 @@ def _lr_changed_on_purpose(run: Run, b: Boundary) -> bool:
     family=Family.RESUME,
     causes=("scheduler_not_restored",),
     requires=("learning_rate",),
-    thresholds={"max_lr_change": 0.25, "confidence": 0.85},
+    thresholds=RES010,
 )
 def scheduler_not_restored(run: Run, ctx: RuleContext) -> Finding | None:
     """After a resume the LR warm-up started again or the LR jumped.

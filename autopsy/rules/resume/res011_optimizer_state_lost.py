@@ -7,6 +7,7 @@ from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 from autopsy.rules.resume._boundary import confidence, part_check, restored_note, resumes
+from autopsy.rules.resume.thresholds import RES011
 from autopsy.signals.resume import loss_jump, lr_break, sides
 
 
@@ -16,8 +17,7 @@ from autopsy.signals.resume import loss_jump, lr_break, sides
     family=Family.RESUME,
     causes=("missing_optimizer_state",),
     requires=("loss",),
-    thresholds={"min_ratio": 1.5, "min_score": 6.0, "window": 20, "max_lr_change": 0.25,
-                "confidence": 0.85},
+    thresholds=RES011,
 )
 def optimizer_state_lost(run: Run, ctx: RuleContext) -> Finding | None:
     """After a resume the loss jumped, then decayed back: fresh optimizer moments.

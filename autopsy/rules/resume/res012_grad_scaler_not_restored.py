@@ -11,6 +11,7 @@ from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 from autopsy.rules.resume._boundary import confidence, part_check, restored_note, resumes
+from autopsy.rules.resume.thresholds import RES012
 from autopsy.signals._common import finite_xy
 from autopsy.signals.resume import sides, value_at
 
@@ -37,7 +38,7 @@ def initial_scale(run: Run) -> tuple[float, str]:
     family=Family.RESUME,
     causes=("grad_scaler_not_restored",),
     requires=("loss_scale",),
-    thresholds={"min_factor": 2.0, "confidence": 0.8, "confidence_dropped": 0.95},
+    thresholds=RES012,
 )
 def grad_scaler_not_restored(run: Run, ctx: RuleContext) -> Finding | None:
     """After a resume the fp16 loss scale was back at its initial value.

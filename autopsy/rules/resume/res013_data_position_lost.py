@@ -17,6 +17,7 @@ from autopsy.rules.resume._boundary import (
     restored_note,
     run_boundaries,
 )
+from autopsy.rules.resume.thresholds import RES013
 from autopsy.signals._common import finite_xy
 from autopsy.signals.resume import Boundary, pattern_repeat, sides, value_at
 
@@ -119,8 +120,7 @@ def _signals(run: Run, ctx: RuleContext, b: Boundary
     family=Family.RESUME,
     causes=("sampler_not_restored", "checkpoint_not_loaded"),
     requires=("loss|epoch",),
-    thresholds={"head": 5, "fresh_fraction": 0.2, "min_epoch_drop": 0.25,
-                "min_correlation": 0.6, "pattern_points": 40, "min_pattern_points": 12},
+    thresholds=RES013,
 )
 def data_position_lost(run: Run, ctx: RuleContext) -> Finding | None:
     """After a resume the step counter, the epoch or the batches started over.

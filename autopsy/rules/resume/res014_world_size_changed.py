@@ -12,6 +12,7 @@ from autopsy.rules.resume._boundary import (
     segment_of_sources,
     source_checkpoint,
 )
+from autopsy.rules.resume.thresholds import RES014
 
 
 def _int(value: object) -> int | None:
@@ -55,7 +56,7 @@ def _logged_by(run: Run, source: str | None) -> tuple[int, str] | None:
     name="world-size-changed",
     family=Family.RESUME,
     causes=("world_size_changed",),
-    thresholds={"confidence": 0.8},
+    thresholds=RES014,
 )
 def world_size_changed(run: Run, ctx: RuleContext) -> Finding | None:
     """The world size changed between launches of the run.

@@ -15,6 +15,7 @@ from autopsy.rules.registry import rule
 from autopsy.rules.resume._audits import audits, check_findings, name
 from autopsy.rules.resume._boundary import resumes
 from autopsy.rules.resume.res002_torn_checkpoint import INTEGRITY_CHECKS
+from autopsy.rules.resume.thresholds import RES015
 from autopsy.signals.resume import Boundary, new_side
 
 _STEP_IN_PATH = re.compile(r"(?:checkpoint|step|global_step|iter)[=_-]?(\d+)", re.IGNORECASE)
@@ -69,7 +70,7 @@ def _from_events(run: Run, b: Boundary, src: int, resumed_at: float) -> list[New
     name="resumed-from-older-checkpoint",
     family=Family.RESUME,
     causes=("torn_checkpoint", "resumed_from_older_checkpoint"),
-    thresholds={"confidence": 0.8},
+    thresholds=RES015,
 )
 def resumed_from_older_checkpoint(run: Run, ctx: RuleContext) -> Finding | None:
     """A resume came from an older checkpoint than the newest the run had saved.

@@ -9,6 +9,7 @@ from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.exceptions import exception_rows
 from autopsy.rules.registry import rule
+from autopsy.rules.resume.thresholds import RES016
 
 #: What to do for each cause.
 ADVICE: dict[str, str] = {
@@ -32,7 +33,7 @@ ADVICE: dict[str, str] = {
 @rule(code="RES016", name="checkpoint-load-failed", family=Family.RESUME,
       causes=("state_dict_mismatch", "optimizer_group_mismatch", "torn_checkpoint",
               "load_error"),
-      thresholds={"confidence": 0.85})
+      thresholds=RES016)
 def checkpoint_load_failed(run: Run, ctx: RuleContext) -> Finding | None:
     """The run died loading the checkpoint it was to resume from.
 

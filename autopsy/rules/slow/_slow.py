@@ -20,9 +20,6 @@ from autopsy.signals.steptime import (
     step_walls,
 )
 
-#: Threshold shared by every slow rule: steps left out at the start of each segment.
-SKIP_FIRST = 1
-
 
 def _cached(ctx: RuleContext, key: tuple[object, ...], make: object) -> object:
     """``ctx.shared[key]``, computed by ``make()`` the first time (once per engine run)."""

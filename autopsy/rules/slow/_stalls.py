@@ -1,4 +1,7 @@
-"""The stalls of a run, found once and shared by SLOW003 (periodic) and SLOW006 (irregular)."""
+"""The stalls of a run, found once and shared by SLOW003 (periodic) and SLOW006 (irregular).
+
+The thresholds of the search are :data:`autopsy.rules.slow.thresholds.STALLS`.
+"""
 
 from __future__ import annotations
 
@@ -43,10 +46,3 @@ def run_stalls(run: Run, ctx: RuleContext) -> RunStalls | None:
             out = RunStalls(times, found, periods)
     ctx.shared[key] = out
     return out
-
-
-#: The thresholds SLOW003 and SLOW006 both have (tune them together: ``--set SLOW.ratio=4``).
-STALL_THRESHOLDS: dict[str, float | int] = {
-    "ratio": 3.0, "min_extra_s": 0.05, "min_score": 10.0, "min_count": 3,
-    "share": 0.1, "warn_share": 0.03,
-}

@@ -12,13 +12,13 @@ from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 from autopsy.rules.slow._slow import (
-    SKIP_FIRST,
     first_step,
     median,
     seconds,
     tag_times,
     wall_times,
 )
+from autopsy.rules.slow.thresholds import SLOW001
 from autopsy.signals.steptime import rank_series
 
 
@@ -103,8 +103,7 @@ def _onset(s: RankShare, threshold: float, run: Run) -> int | None:
     family=Family.SLOW,
     causes=("data_starvation",),
     requires=("data_time|data_time_ms|compute_time|compute_time_ms",),
-    thresholds={"share": 0.5, "warn_share": 0.3, "min_rank_share": 0.5,
-                "skip_first": SKIP_FIRST},
+    thresholds=SLOW001,
 )
 def data_starvation(run: Run, ctx: RuleContext) -> Finding | None:
     """The model waits for its data: loading takes a large share of each step.

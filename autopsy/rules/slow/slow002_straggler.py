@@ -13,7 +13,6 @@ from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 from autopsy.rules.slow._slow import (
-    SKIP_FIRST,
     first_step,
     lags,
     median,
@@ -21,6 +20,7 @@ from autopsy.rules.slow._slow import (
     wall_times,
     walls,
 )
+from autopsy.rules.slow.thresholds import SLOW002
 from autopsy.signals.steptime import rank_series
 
 
@@ -109,8 +109,7 @@ def by_arrival(run: Run, ctx: RuleContext, period: dict[int, float]) -> Slow | N
     name="straggler",
     family=Family.SLOW,
     causes=("straggler",),
-    thresholds={"ratio": 1.5, "min_excess_share": 0.1, "lag_share": 0.2, "min_lag_s": 0.05,
-                "last_share": 0.7, "skip_first": SKIP_FIRST},
+    thresholds=SLOW002,
 )
 def straggler(run: Run, ctx: RuleContext) -> Finding | None:
     """One rank is slower every step, and the others wait for it.

@@ -6,8 +6,9 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.slow._slow import SKIP_FIRST, seconds
-from autopsy.rules.slow._stalls import STALL_THRESHOLDS, run_stalls
+from autopsy.rules.slow._slow import seconds
+from autopsy.rules.slow._stalls import run_stalls
+from autopsy.rules.slow.thresholds import SLOW003
 
 ADVICE: dict[str | None, list[str]] = {
     "save_steps": [
@@ -34,7 +35,7 @@ ADVICE: dict[str | None, list[str]] = {
     name="periodic-stalls",
     family=Family.SLOW,
     causes=("periodic_stall",),
-    thresholds={**STALL_THRESHOLDS, "skip_first": SKIP_FIRST},
+    thresholds=SLOW003,
 )
 def periodic_stalls(run: Run, ctx: RuleContext) -> Finding | None:
     """Training stalls every N steps, and the stalls cost a share of the run.

@@ -8,8 +8,9 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.slow._slow import SKIP_FIRST, reference_times, seconds
-from autopsy.rules.slow._stalls import STALL_THRESHOLDS, run_stalls
+from autopsy.rules.slow._slow import reference_times, seconds
+from autopsy.rules.slow._stalls import run_stalls
+from autopsy.rules.slow.thresholds import SLOW004
 from autopsy.signals.steptime import summarize
 
 
@@ -18,11 +19,7 @@ from autopsy.signals.steptime import summarize
     name="slowing-down",
     family=Family.SLOW,
     causes=("slowing_down",),
-    thresholds={"rel_change": 0.5, "warn_rel_change": 0.25, "min_increase_s": 0.005,
-                "min_lost_s": 10.0,
-                "min_points": 10, "skip_first": SKIP_FIRST,
-                **{k: v for k, v in STALL_THRESHOLDS.items()
-                   if k in ("ratio", "min_extra_s", "min_score", "min_count")}},
+    thresholds=SLOW004,
 )
 def slowing_down(run: Run, ctx: RuleContext) -> Finding | None:
     """Steps get slower over the run.

@@ -10,7 +10,8 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.slow._slow import SKIP_FIRST, first_step, median, reference_times, seconds
+from autopsy.rules.slow._slow import first_step, median, reference_times, seconds
+from autopsy.rules.slow.thresholds import SLOW005
 from autopsy.signals.hardware import Precision, find_accelerator
 from autopsy.signals.steptime import ranks_of, run_average_step_time
 
@@ -98,9 +99,7 @@ def _peak(run: Run, ctx: RuleContext) -> tuple[Known | None, str]:
     name="low-mfu",
     family=Family.SLOW,
     causes=("low_mfu",),
-    thresholds={"min_mfu": 0.1, "warn_mfu": 0.25, "peak_flops": 0.0, "gpu": "",
-                "n_params": 0.0, "tokens_per_step": 0.0, "flops_per_token": 0.0,
-                "skip_first": SKIP_FIRST},
+    thresholds=SLOW005,
 )
 def low_mfu(run: Run, ctx: RuleContext) -> Finding | None:
     """Model FLOPs utilisation is far below what the hardware can reach.

@@ -6,8 +6,9 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.slow._slow import SKIP_FIRST, seconds
-from autopsy.rules.slow._stalls import STALL_THRESHOLDS, run_stalls
+from autopsy.rules.slow._slow import seconds
+from autopsy.rules.slow._stalls import run_stalls
+from autopsy.rules.slow.thresholds import SLOW006
 
 
 @rule(
@@ -15,7 +16,7 @@ from autopsy.rules.slow._stalls import STALL_THRESHOLDS, run_stalls
     name="irregular-stalls",
     family=Family.SLOW,
     causes=("irregular_stall",),
-    thresholds={**STALL_THRESHOLDS, "share": 0.2, "warn_share": 0.05, "skip_first": SKIP_FIRST},
+    thresholds=SLOW006,
 )
 def irregular_stalls(run: Run, ctx: RuleContext) -> Finding | None:
     """Long stalls at irregular steps cost a large share of the run.

@@ -1,0 +1,42 @@
+"""The healthy family's thresholds: one place, each with why it has its value.
+
+A health rule vouching for a run is what lets the verdict say ``healthy`` rather than
+``unknown`` when no rule reports a failure (``docs/verdicts.md``).
+"""
+
+from __future__ import annotations
+
+from autopsy.rules.registry import Threshold
+
+#: HLT001 loss-decreasing.
+HLT001: dict[str, Threshold] = {
+    "min_points": Threshold(3, (
+        "HLT001 vouches from 3 finite loss points, the fewest on which a fall is more than "
+        "one change between two values: real runs often log once per epoch (Keras, "
+        "Lightning, HF logging_strategy=\"epoch\"), a handful of points each averaged over a "
+        "whole epoch; with fewer than 8 points the start and end are the first and last "
+        "points.")),
+    "min_drop": Threshold(0.05, (
+        "The loss must fall at least 5% from the first to the last quarter of its points: "
+        "above the epoch-to-epoch noise of epoch averages, and well below the fall of any "
+        "run that learns. It is the same 5% within which the FLAT rules call a loss flat "
+        "(flat_rel_tol).")),
+    "max_overflow_skips": Threshold(10, (
+        "At most 10 non-finite grad norms, read as skipped fp16 steps: a loss scaler skips "
+        "the steps whose gradients overflow while it finds its scale, and the HF Trainer logs "
+        "their grad norm as NaN or Inf whether or not it logs the scale; a few such points "
+        "beside a finite, falling loss are normal. More than that is not a scale search, and "
+        "the NaN rules judge it.")),
+}
+
+#: HLT002 loss-scale-search.
+HLT002: dict[str, Threshold] = {
+    "min_scale": Threshold(1.0, (
+        "The scale search is benign only while the loss scale stays above 1.0, the floor at "
+        "or below which the NaN rules call the scale collapsed (NAN003, NAN006: "
+        "min_scale).")),
+    "max_skips": Threshold(64, (
+        "At most 64 overflow-skipped steps: DeepSpeed's highest default start (2^32) takes "
+        "32 halvings to reach 1, and with hysteresis: 2 each halving can take two overflows. "
+        "More skips than a whole search from the top is not a search.")),
+}
