@@ -356,3 +356,28 @@ def test_paddle_suites_lines(tmp_path: Path) -> None:
     assert _same(_series(s, "loss"), [(20, 1.0), (40, math.nan)])
     assert _same(_series(s, "step_time"), [(20, 0.471), (40, 0.371)])
     assert _same(_series(s, "learning_rate"), [(20, 0.002), (40, 0.002)])
+
+
+def test_lerobot_metrics_tracker_lines(tmp_path: Path) -> None:
+    # lerobot's MetricsTracker: "name:value" meters, grdn/updt_s/data_s, steps rounded by
+    # format_big_number from 1,000 on
+    s = _read(tmp_path, (
+        "INFO 2025-07-11 08:20:13 ts/train.py:232 step:9 smpl:576 ep:2 epch:0.00 loss:1.051 "
+        "grdn:4.482 lr:1.8e-06 updt_s:0.302 data_s:13.330\n"
+        "INFO 2025-07-11 08:20:13 ts/train.py:232 step:10 smpl:640 ep:2 epch:0.00 loss:1.073 "
+        "grdn:4.051 lr:2.0e-06 updt_s:0.296 data_s:0.001\n"
+        "INFO 2025-07-12 10:01:13 ts/train.py:232 step:20K smpl:1M ep:300 epch:12.50 loss:0.051 "
+        "grdn:0.482 lr:1.0e-04 updt_s:0.301 data_s:0.002\n"))
+    assert _same(_series(s, "loss"), [(9, 1.051), (10, 1.073), (20000, 0.051)])
+    assert _same(_series(s, "grad_norm"), [(9, 4.482), (10, 4.051), (20000, 0.482)])
+    assert _same(_series(s, "data_time"), [(9, 13.33), (10, 0.001), (20000, 0.002)])
+    assert _same(_series(s, "compute_time"), [(9, 0.302), (10, 0.296), (20000, 0.301)])
+    assert not {"smpl", "ep", "epch"} & set(s["tag"])
+
+
+def test_vits_epoch_time_lines(tmp_path: Path) -> None:
+    # VITS / so-vits-svc: logger.info('====> Epoch: {}, cost {:.2f} s'.format(epoch, duration))
+    s = _read(tmp_path, (
+        "2023-05-04 08:32:44,031\t44k\tINFO\t====> Epoch: 6019, cost 53049.93 s\n"
+        "2023-05-04 08:32:58,036\t44k\tINFO\t====> Epoch: 6020, cost 14.01 s\n"))
+    assert _same(_series(s, "step_time"), [(6019, 53049.93), (6020, 14.01)])

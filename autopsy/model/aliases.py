@@ -52,6 +52,8 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
         "time_per_step", "time", "train/time", "iter_time_s", "step_time_s",
         # the Paddle suites: the whole iteration, data wait included
         "batch_cost",
+        # a log that counts epochs as its steps (VITS's "====> Epoch: N, cost X s")
+        "epoch_time",
     ),
     "data_time": (
         "data_time", "train/data_time", "time/data", "dataloader_time", "data_load_time",

@@ -344,7 +344,8 @@ def ranks_of(run: Run) -> list[int]:
 def rank_series(run: Run, tag: str, *, skip_first: int = 1,
                 scale: float = 1.0) -> dict[int | None, pd.Series]:
     """``{rank: finite values of tag × scale}`` by step; the first ``skip_first`` points of
-    each segment are dropped.
+    each segment are dropped (warm-up) where the segment starts a process: a restart, or
+    the run's own first steps (not a log that starts mid-run), and never all the segment has.
 
     As :meth:`Run.series` per rank (a step in two segments: the later wins), in one pass
     over the frame. A run without ranks gives ``{None: series}``.
@@ -368,7 +369,15 @@ def rank_series(run: Run, tag: str, *, skip_first: int = 1,
     sub = sub[np.isfinite(sub["value"].to_numpy())]
     if skip_first > 0:
         order = sub.sort_values(["rank", "segment", "step"], kind="stable")
-        first = order.groupby(["rank", "segment"], sort=False).cumcount() < skip_first
+        groups = order.groupby(["rank", "segment"], sort=False)
+        # never a whole segment: a log that prints one averaged line (PaddleDetection's
+        # batch_cost at each epoch start) has no warm-up point to leave out
+        # and only where the segment starts the process: a restart (segment > 0) or the
+        # run's first steps; a log that starts mid-run (an excerpt, step 6019) has none
+        starts = groups["step"].transform("min")
+        first = ((groups.cumcount() < skip_first)
+                 & (groups["step"].transform("size") > skip_first)
+                 & ((order["segment"] > 0) | (starts <= skip_first)))
         sub = sub.drop(index=order.index[first.to_numpy()])
     out: dict[int | None, pd.Series] = {}
     for r, rows in sub.groupby("rank", sort=True):

@@ -68,3 +68,35 @@ def test_fires_from_the_step_starvation_begins() -> None:
     secs = data + jitter(n, 0.2, seed=1)
     (f,) = findings(timed_run({None: secs}, tags={"data_time": {None: data}}), "SLOW001")
     assert f.step is not None and 100 <= f.step <= 104
+
+
+def test_fires_on_a_loader_that_stalls_every_few_steps() -> None:
+    # the median step waits for nothing, but every 8th step waits 6 s for its batch (the
+    # workers cannot keep up): most of the time is spent waiting (LeRobot's data_s/updt_s)
+    n = 64
+    data = np.full(n, 0.001)
+    data[7::8] = 6.0
+    run = timed_run({None: jitter(n, 0.3) + data}, tags={"data_time": {None: data},
+                                                         "compute_time": {None: jitter(n, 0.3)}})
+    (f,) = findings(run, "SLOW001")
+    assert f.severity is Severity.ERROR and f.cause == "data_starvation"
+
+
+def test_near_miss_passes_on_one_slow_batch_in_a_long_run() -> None:
+    n = 400  # one 6 s wait over 400 steps of 0.3 s: 5% of the time
+    data = np.full(n, 0.001)
+    data[200] = 6.0
+    run = timed_run({None: jitter(n, 0.3) + data}, tags={"data_time": {None: data},
+                                                         "compute_time": {None: jitter(n, 0.3)}})
+    assert findings(run, "SLOW001") == []
+
+
+def test_fires_on_one_averaged_line_of_a_starved_paddle_run(tmp_path: Path) -> None:
+    # PaddleDetection prints an averaged batch_cost/data_cost at each epoch start; a log of
+    # one such line mid-run has no warm-up to leave out
+    (tmp_path / "train.log").write_text(
+        "[12/22 16:25:45] ppdet.engine INFO: Epoch: [18] [0/4] learning_rate: 0.000713 loss: "
+        "1.525035 loss_cls: 0.844636 eta: 0:35:24 batch_cost: 8.5667 data_cost: 7.8027 ips: "
+        "2.8015 images/s\n")
+    v = diagnose(autopsy.load_run(tmp_path)).verdict
+    assert (v.family, v.cause) == (Family.SLOW, "data_starvation")

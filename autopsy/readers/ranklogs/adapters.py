@@ -28,6 +28,9 @@ Shapes read (one example each; the tests hold real-format fixtures):
   ``global_step``/``step`` when there is one, else ``epoch × total + n`` (else ``n``,
   carried over when the bar restarts).
 * PaddleClas, PaddleDetection, PaddleOCR, PaddleSeg: see :mod:`.paddle`.
+* LeRobot: ``step:9 smpl:576 ep:2 epch:0.00 loss:1.051 grdn:4.482 ... data_s:13.330``: see
+  :mod:`.lerobot`.
+* VITS / so-vits-svc epoch times: ``====> Epoch: 6020, cost 14.01 s``: see :mod:`.vits`.
 * Generic ``key: value`` / ``key=value`` runs after a step marker (``step 10``, ``Step
   10/1000``, ``iter: 10``, ``[Iter 10/500]``, ``global_step=10``) holding a loss.
 """
@@ -39,9 +42,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from autopsy.readers.ranklogs.lerobot import LITERALS as LEROBOT_LITERALS
+from autopsy.readers.ranklogs.lerobot import parse_lerobot
 from autopsy.readers.ranklogs.metrics import _NUM, MetricLine
 from autopsy.readers.ranklogs.paddle import LITERALS as PADDLE_LITERALS
 from autopsy.readers.ranklogs.paddle import parse_paddle
+from autopsy.readers.ranklogs.vits import LITERALS as VITS_LITERALS
+from autopsy.readers.ranklogs.vits import parse_vits
 
 _VALUE = r"(" + _NUM + r")"
 #: ``key: value`` pairs (mmengine, detectron2, torchtitan, nanotron, Keras, generic).
@@ -537,6 +544,7 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
 #: :func:`parse_generic_pairs` is tried last, after the built-in generic parser.
 ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (('{"',), parse_json_line), (("Epoch[",), parse_mxnet), (PADDLE_LITERALS, parse_paddle),
+    (LEROBOT_LITERALS, parse_lerobot), (VITS_LITERALS, parse_vits),
     (("Epoch", "Iter"), parse_mmengine), (("iter:",), parse_detectron2),
     (("step:",), parse_torchtitan), (("iteration:",), parse_nanotron),
     (("steps:",), parse_deepspeed_pipe), (("Iteration", "Test net output"), parse_caffe),

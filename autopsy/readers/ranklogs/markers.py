@@ -64,6 +64,7 @@ METRIC_MARKERS: tuple[bytes, ...] = (
     b", lr = ",  # Caffe ``Iteration N, lr = X``
     b"Testing net",  # Caffe ``Iteration N, Testing net (#0)``: the step of the outputs after
     b"(val)",  # mmengine Epoch(val)/Iter(val) evaluation lines (mAP, accuracy; no loss)
+    b"====> Epoch:",  # VITS-family epoch times (no loss on the line)
 )
 
 #: Markers that open a multi-line record, kept whole within one block.

@@ -18,8 +18,9 @@ the whole iteration, data wait included, ``ips`` the throughput):
   0.82114 s, batch_cost: 0.97212 s, samples: 1280, ips: 1316.7 samples/s``; ``iter``
   (``global_step`` in some versions) is the global step.
 * PaddleOCR 1.x (static graph): ``epoch: 0, iter: 20, 'lr': 0.002, 'total_loss': 1.0,
-  'loss_shrink_maps': 0.0, ..., time: 0.471``: the outputs printed as a dict's items, then
-  the iteration's time; ``iter`` is the global step.
+  'loss_shrink_maps': 0.0, ..., time: 0.471`` (detection) and ``epoch: 0, iter: 2, lr:
+  0.000001, 'loss': nan, 'acc': 0.0, time: 2.346`` (recognition): the outputs printed as a
+  dict's items, then the iteration's time; ``iter`` is the global step.
 * PaddleSeg: ``[TRAIN] epoch: 1, iter: 10/80000, loss: 2.6213, lr: 0.009999, batch_cost:
   0.5522, reader_cost: 0.36331, ips: 14.4880 samples/sec | ETA 12:15:53``; ``iter`` is
   the global step.
@@ -45,7 +46,7 @@ LITERALS: tuple[str, ...] = ("[Train][Epoch", "[Eval][Epoch", "batch_cost", ", i
 _CLAS = re.compile(r"\[(Train|Eval)\]\[Epoch (\d+)(?:/\d+)?\]\[(?:Iter: (\d+)/(\d+)|Avg)\]")
 _DET = re.compile(r"\bEpoch: \[(\d+)\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 _OCR = re.compile(r"\bepoch: \[\d+/\d+\], (?:iter|global_step): (\d+)\b")
-_OCR1 = re.compile(r"\bepoch: \d+, iter: (\d+), (?=')")
+_OCR1 = re.compile(r"\bepoch: \d+, iter: (\d+), (?=(?:lr: [^,]*, )?')")
 _QUOTED_PAIR = re.compile(r"'([A-Za-z_][\w/.-]*)': (" + _NUM + r")(?=[,}\s]|$)")
 _SEG = re.compile(r"\[TRAIN\] epoch: \d+, iter: (\d+)/\d+\b")
 #: ``lr(Cosine): 0.1`` (PaddleClas names the schedule): read as ``lr``.
@@ -78,7 +79,8 @@ def parse_paddle(text: str, ctx: LineContext) -> MetricLine | None:
         step = int(m.group(1)) * int(m.group(3)) + int(m.group(2))
     elif (m := _OCR1.search(text)) is not None:
         rest = text[m.end():]
-        pairs = [(k, float(v)) for k, v in _QUOTED_PAIR.findall(rest)]
+        pairs = [(k, v) for k, v in _pairs(_QUOTED_PAIR.sub("", rest)) if k == "lr"]
+        pairs += [(k, float(v)) for k, v in _QUOTED_PAIR.findall(rest)]
         pairs += [(k, v) for k, v in _pairs(_QUOTED_PAIR.sub("", rest)) if k == "time"]
         if not pairs:
             return None

@@ -42,6 +42,21 @@ def _merged(run: Run, tag: str, skip: int) -> dict[int | None, pd.Series]:
     return out
 
 
+def _time_share(data: pd.Series, steps: pd.Series | None, compute: pd.Series | None) -> float:
+    """The data wait's share of the time of the steps logged with both: a loader that
+    stalls for seconds every few steps (its workers cannot keep up) costs its time though
+    the median step waits for nothing. 0 when no step has both."""
+    other = steps if steps is not None else compute
+    if other is None:
+        return 0.0
+    both = pd.concat([data, other], axis=1, join="inner").dropna()
+    if both.empty:
+        return 0.0
+    waited = float(both.iloc[:, 0].sum())
+    total = float(both.iloc[:, 1].sum()) + (waited if steps is None else 0.0)
+    return waited / total if total > 0 and waited <= total else 0.0
+
+
 def rank_shares(run: Run, ctx: RuleContext) -> list[RankShare]:
     """Each rank's data share, from ``data_time`` or from ``compute_time`` and the step time."""
     skip = int(ctx["skip_first"])
@@ -49,6 +64,9 @@ def rank_shares(run: Run, ctx: RuleContext) -> list[RankShare]:
     compute = _merged(run, "compute_time", skip)
     walls = wall_times(run, ctx)
     tagged = tag_times(run, ctx)
+    # a step time logged once or twice (an averaged line per epoch) is no series for the
+    # step-time statistics, but it is the whole step its data time is a share of
+    logged = _merged(run, "step_time", skip)
     out = []
     for r in sorted(set(data) | set(compute), key=lambda x: -1 if x is None else x):
         d = median(data[r]) if r in data else math.nan
@@ -67,10 +85,13 @@ def rank_shares(run: Run, ctx: RuleContext) -> list[RankShare]:
             total, step_series, how = median(wall.seconds), wall.seconds, "wall time per step"
         elif math.isfinite(d) and math.isfinite(c):
             total, how = d + c, "data_time + compute_time"
+        elif r in logged and math.isfinite(d) and median(logged[r]) >= d:
+            total, how = median(logged[r]), "the step_time tag"
         if not math.isfinite(total) or total <= 0:
             continue
         if math.isfinite(d):
-            share = d / total
+            share = max(d / total, _time_share(data[r], step_series,
+                                               compute.get(r) if step_series is None else None))
             per_step = (data[r] / step_series).dropna() if step_series is not None else data[r]
         elif math.isfinite(c):
             share = max(0.0, 1.0 - c / total)
@@ -173,7 +194,7 @@ def data_starvation(run: Run, ctx: RuleContext) -> Finding | None:
         f" on ranks {[s.rank for s in starved]}" if len(starved) > 1 else (
             f" on rank {worst.rank}" if worst.rank is not None else ""))
     return ctx.finding(
-        message=f"Data loading takes {share:.0%} of each step{who} "
+        message=f"Data loading takes {share:.0%} of the step time{who} "
                 f"(data {seconds(worst.data)} of {seconds(worst.total)}): the model waits "
                 f"for its data" + (f" from step {step}" if step else "") + ".",
         severity=severity, confidence=0.85 if severity is Severity.ERROR else 0.6,
