@@ -86,7 +86,22 @@ def test_near_miss_passes_over_a_single_last_point_blow_up() -> None:
 
 
 def test_near_miss_passes_over_a_small_rise_at_the_end() -> None:
-    loss = np.r_[np.linspace(3, 2, 60), np.linspace(2.0, 2.3, 60)] * _noise(120, 0.03, 5)
+    # a 5% drift up at the end (less than min_trend_rise) is not a divergence
+    loss = np.r_[np.linspace(3, 2, 60), np.linspace(2.0, 2.1, 60)] * _noise(120, 0.03, 5)
+    assert not _div001(synthetic_run({"loss": loss}))
+
+
+def test_fires_on_a_steady_climb_of_an_epoch_level_loss() -> None:
+    # Keras prints one loss per epoch: it fell to 1.09 and climbed back for five epochs in
+    # a row (+13%), giving back a third of what it had gained: the run is diverging
+    loss = [1.5869, 1.2171, 1.1202, 1.0933, 1.1043, 1.1402, 1.1855, 1.2136, 1.2371]
+    (f,) = _div001(synthetic_run({"loss": loss}))
+    assert f.step == 5
+
+
+def test_near_miss_passes_over_a_converged_loss_drifting_near_zero() -> None:
+    # from 2.0 to 0.0006, then a drift to 0.0012: twice the floor, nothing lost that matters
+    loss = [*np.geomspace(2.0, 0.0006, 40), *np.linspace(0.0006, 0.0012, 10)]
     assert not _div001(synthetic_run({"loss": loss}))
 
 

@@ -46,17 +46,23 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
 
     What happened:
         After reaching its lowest level, the training loss went back up and stayed
-        up to the end of the run: either a sustained rise (for at least
-        ``min_rise_points`` points the smoothed loss never came back near its best,
-        and it ended at least ``min_rel_rise`` above it, and ``noise_k`` times the
-        point-to-point noise of log(loss) up to the minimum, so that noisy runs
-        need a clearer rise, and it ended that far above the median level of as
-        many points before the best as the rise is long, so the luckiest point of
-        a noisy floor is not taken for the best), or an explosion by
-        ``explode_ratio`` or more over
-        the last ``min_explode_points`` points. The loss is smoothed by a running median
-        over ``smooth_points`` points or 1/``smooth_fraction`` of the run. Every
-        logged value is still finite; once the loss turns NaN/Inf, the NaN rules
+        up to the end of the run: either a sustained rise or an explosion. A
+        sustained rise lasts at least ``min_rise_points`` points during which the
+        smoothed loss never came back near its best, and either it climbed steadily
+        (the Theil–Sen trend of log(loss) over the rise is above zero over its whole
+        95% interval) to at least ``min_trend_rise`` above its best and beyond its
+        noise, giving back at least ``min_lost_progress`` of what the loss had
+        gained since its first points, or it ended at least ``min_rel_rise`` above
+        its best and ``noise_k`` times the point-to-point noise of log(loss) up to
+        the minimum (noisy runs need a clearer rise). Either way it ended that far
+        above the median level of as many points before the best as the rise is
+        long, so the luckiest point of a noisy floor is not taken for the best,
+        unless the loss was clearly falling into its best and the rise gives back
+        ``min_lost_progress`` of its gain. An explosion is a loss ``explode_ratio``
+        or more above its best over the last ``min_explode_points`` points. The
+        loss is smoothed by a running median over ``smooth_points`` points or
+        1/``smooth_fraction`` of the run. Every logged value is still finite; once
+        the loss turns NaN/Inf, the NaN rules
         own the verdict and this rule stays silent.
 
     Why it happens:
@@ -117,15 +123,34 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
     # smoothed point of a noisy floor (a noisy plateau ending the run is no divergence).
     span = max(int(ctx["min_rise_points"]), n_rise)
     prior = float(np.median(values[max(0, best_i - span):best_i + 1]))
+    # ...unless the loss was clearly falling into its best (a V, not a floor): then the
+    # points before the best are the descent, not a typical level
+    # A rise that gives back less than min_lost_progress of what the run had gained is a
+    # converged loss drifting at its floor (near zero, 0.0006 to 0.0012), not a divergence.
+    start_level = float(np.median(values[:width]))
+    trend = theil_sen(loss.iloc[low_i:], log=True)
+    top = max(end, trend.end if trend is not None else end)
+    gives_back = top - base >= ctx["min_lost_progress"] * (start_level - base)
+    descent = theil_sen(loss.iloc[max(0, best_i - span):best_i + 1], log=True)
+    if descent is not None and descent.high < 0 and gives_back:
+        prior = base
     sustained = n_rise >= ctx["min_rise_points"] and ratio >= need and end >= prior * need
-    if not (exploded or sustained):
+    rising = trend is not None and trend.low > 0
+    # a steady climb: every point of the rise trends up (the trend's interval is above 0)
+    # by at least min_trend_rise, which the wander of a plateau does not do
+    # (measured at the trend's end: the median of a steady climb is its middle)
+    climb = max(1 + ctx["min_trend_rise"], _exp(ctx["noise_k"] * noise))
+    steady = (trend is not None and n_rise >= ctx["min_rise_points"] and rising
+              and trend.end >= base * climb and trend.end >= prior * climb and gives_back)
+    if steady and not sustained and trend is not None:
+        end = max(end, min(trend.end, float(values[-1])))
+        ratio = end / base
+    if not (exploded or sustained or steady):
         return None
     ratio = max(ratio, float(np.median(tail)) / base) if exploded else ratio
     end = base * ratio
 
     start_step, best_step, last_step = int(steps[rise_i]), int(steps[best_i]), int(steps[-1])
-    trend = theil_sen(loss.iloc[low_i:], log=True)
-    rising = trend is not None and trend.low > 0
     point = schedule_point(run, start_step)
     clip, warm = clipping_off(run), warmup_off(run)
     late = point is not None and point.phase == "decay" and point.lr is not None \

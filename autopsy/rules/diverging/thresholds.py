@@ -35,6 +35,17 @@ DIV001: dict[str, Threshold] = {
         "A sustained rise ends at least 30% above the best level (and above the typical "
         "level before the best, by as much): less is within the wander of a noisy plateau at "
         "the end of a run, while a diverging loss keeps climbing far beyond it.")),
+    "min_trend_rise": Threshold(0.1, (
+        "A rise whose trend is up over its whole 95% interval (a steady climb, not wander) "
+        "needs only end 10% above the best: a training loss that climbs for "
+        "min_rise_points logged points in a row is already diverging (an epoch-level log "
+        "rising 1.09 -> 1.24 over five epochs), while 10% keeps the small drift of a "
+        "converged loss out.")),
+    "min_lost_progress": Threshold(0.1, (
+        "A steady climb (min_trend_rise) must give back at least 10% of what the loss had "
+        "gained from its first points to its best: a loss that has converged near zero "
+        "drifts by large factors (0.0006 to 0.0012) while losing nothing that matters, "
+        "whereas a diverging run heads back toward where it started.")),
     "noise_k": Threshold(2.0, (
         "The rise must also exceed 2 standard deviations of the point-to-point noise of "
         "log(loss) up to the best: a noisy run needs a clearer rise than a smooth one, so its "
