@@ -69,3 +69,16 @@ def test_an_xid_line_is_a_device_failure(tmp_path: Path) -> None:
     d = diagnose(autopsy.load_run(tmp_path))
     assert (d.verdict.family, d.verdict.cause) == (Family.CRASH, "cuda_error")
     assert "79" in d.verdict.message
+    (f,) = [f for f in d.findings if f.code == d.verdict.code]
+    assert any("drain the node" in a for a in f.advice)
+
+
+def test_a_cuda_error_crash_says_how_to_find_the_kernel(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text(
+        "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+        "    loss.backward()\nRuntimeError: CUDA error: an illegal memory access was "
+        "encountered\n")
+    d = diagnose(autopsy.load_run(tmp_path))
+    assert (d.verdict.family, d.verdict.cause) == (Family.CRASH, "cuda_error")
+    (f,) = [f for f in d.findings if f.code == d.verdict.code]
+    assert any("CUDA_LAUNCH_BLOCKING=1" in a for a in f.advice)

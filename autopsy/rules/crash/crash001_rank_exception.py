@@ -46,6 +46,37 @@ def _own(r: ExceptionRow, telling: bool) -> Signature | bool | None:
     return None
 
 
+#: What to change for a cause the exception catalogue names, before the exception's own
+#: fix: a device, a network or a signal is not fixed in the line that raised.
+CAUSE_ADVICE: dict[str, list[str]] = {
+    "cuda_error": [
+        "re-run with CUDA_LAUNCH_BLOCKING=1 so the error is raised at the kernel that failed "
+        "(CUDA errors are reported asynchronously, often at a later, innocent line)",
+        "if the same node fails again with other code, suspect the GPU: run the vendor "
+        "diagnostics (nvidia-smi -q, dcgmi diag) and check the kernel log for Xid lines"],
+    "nccl_error": [
+        "find the rank that failed first (its own exception, an OOM or a kill): the others "
+        "lose their peer and report the network",
+        "set NCCL_DEBUG=INFO (and TORCH_NCCL_ASYNC_ERROR_HANDLING=1) to see which link or "
+        "host failed; check the NIC and the fabric of that host"],
+    "segfault": [
+        "get a native backtrace: run with PYTHONFAULTHANDLER=1 (or under gdb), and check "
+        "that the extensions (apex, flash-attn, custom ops) were built for this torch and "
+        "CUDA",
+        "with DataLoader workers, a segfault in a worker is often a library that is not "
+        "fork-safe: try multiprocessing_context='spawn' or num_workers=0 to isolate it"],
+    "killed": [
+        "the process was stopped from outside (the scheduler's time limit, a preemption, "
+        "a kill): resume from the last checkpoint, and checkpoint often enough to lose "
+        "little when it happens again",
+        "if it was the time limit, ask for more time or save before it (a signal handler "
+        "on SIGTERM/SIGUSR1)"],
+    "label_out_of_range": [
+        "a label id is outside [0, number of classes): check the dataset's label range and "
+        "the model's number of outputs (num_labels), and the ignore index (-100)"],
+}
+
+
 @rule(
     code="CRASH001",
     name="rank-exception",
@@ -129,13 +160,27 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
     )]
     frame = user_frame(d)
     advice = []
-    if frame:
-        loc = f"{frame.get('function', '?')} ({frame.get('file', '?')}:{frame.get('line', '?')})"
-        evidence.append(Evidence(summary=f"raised in user code at {loc}",
-                                 source=str(frame.get("file")), line=frame.get("line")))
-        advice.append(f"fix the {exc} raised in {loc}: {text[:120]}")
+    if exc == "Xid":  # the driver's report, not an exception the code raised
+        who = f"the GPU at PCI {d.get('pci')}" if d.get("pci") else "a GPU"
+        evidence[0] = Evidence(summary=f"{who} reported {text}", source=evidence[0].source,
+                               line=evidence[0].line, numbers={"xid": d.get("xid")})
+        advice.append(f"treat {who} as faulty: Xid {d.get('xid')} is a hardware or driver "
+                      "fault (Xid 79: "
+                      "fallen off the bus; 48, 63, 64, 92, 94, 95: ECC memory errors; 74: "
+                      "NVLink; 13, 31, 43: a kernel fault, possibly the code's): drain the "
+                      "node and run the vendor diagnostics (nvidia-smi -q, dcgmi diag -r 3) "
+                      "before reusing it")
+        advice.append("resume from the last checkpoint on healthy hardware")
     else:
-        advice.append(f"fix the {exc} of the traceback at {where}: {text[:120]}")
+        if frame:
+            loc = (f"{frame.get('function', '?')} ({frame.get('file', '?')}:"
+                   f"{frame.get('line', '?')})")
+            evidence.append(Evidence(summary=f"raised in user code at {loc}",
+                                     source=str(frame.get("file")), line=frame.get("line")))
+            advice.append(f"fix the {exc} raised in {loc}: {text[:120]}")
+        else:
+            advice.append(f"fix the {exc} of the traceback at {where}: {text[:120]}")
+        advice += CAUSE_ADVICE.get(cause, [])
     cascade, victims = (None, []) if first.rank is None else cascade_summary(run, first.rank, ctx)
     if cascade:
         evidence.append(Evidence(summary=cascade, numbers={"ranks": ",".join(map(str, victims))}))
@@ -166,8 +211,9 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
             evidence=evidence, advice=advice,
             title=f"{exc} on {who}, then the run went on",
         )
+    verb = "reported" if exc == "Xid" else f"raised {exc}:"
     return ctx.finding(
-        message=f"{who[0].upper() + who[1:]} raised {exc}: {text[:160]}"
+        message=f"{who[0].upper() + who[1:]} {verb} {text[:160].rstrip('.')}"
                 + (f" (step {step})" if step else "")
                 + (f"; {cascade}" if cascade else "") + ".",
         severity=Severity.CRITICAL, confidence=confidence, cause=cause, step=step,

@@ -107,8 +107,10 @@ def non_finite_in_logs(run: Run, ctx: RuleContext) -> Finding | None:
         return None
     row = rows[0]
     step = _step(row)
+    grads = [sig for r, sig in raised if r is row and sig.name == "nan_grad"]
+    what = "gradient" if grads else "loss"
     return ctx.finding(
-        message="The framework stopped on a non-finite loss"
+        message=f"The framework stopped on a non-finite {what}"
                 + (f" at step {step}" if step is not None else "")
                 + f": {str(row['message'])[:160]}",
         severity=Severity.CRITICAL, confidence=0.75, step=step,
@@ -116,8 +118,12 @@ def non_finite_in_logs(run: Run, ctx: RuleContext) -> Finding | None:
                            line=None if pd.isna(row["line"]) else int(row["line"]),
                            numbers={"step": step})],
         advice=[f"inspect the batch at step {step}" if step is not None
-                else "find the step where the loss first went non-finite (log every step)",
+                else f"find the step where the {what} first went non-finite (log every step)",
                 "lower the learning rate, add warm-up and gradient clipping "
-                "(max_grad_norm=1.0)"],
-        title="non-finite loss reported by the framework",
+                "(max_grad_norm=1.0)"]
+        + (["the gradient was NaN before the data-parallel reduction, on the rank named: "
+            "re-run that rank's batch with anomaly detection (torch.autograd."
+            "set_detect_anomaly) to find the op, and check its inputs (a zero loss weight, "
+            "a division by a temperature of 0, log of 0)"] if grads else []),
+        title=f"non-finite {what} reported by the framework",
     )
