@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import public_run
 from runs import synthetic_run
 
 import autopsy
@@ -117,3 +118,32 @@ def test_fires_when_the_epoch_at_the_best_step_is_nan() -> None:
     }
     (f,) = _ovf001(synthetic_run(series))
     assert any("train for fewer steps (max_steps=30)" in a for a in f.advice)
+
+
+def _epochs(evals: list[float], train: list[float]) -> Run:
+    """One eval and one train loss per epoch (a Keras or CSV log)."""
+    return synthetic_run({"eval_loss": evals, "loss": train})
+
+
+def test_fires_on_an_eval_loss_climbing_every_epoch_after_its_minimum() -> None:
+    # Keras, seven epochs: val_loss 0.457 -> 0.469 -> 0.498 -> 0.534 while loss halves; one
+    # eval only is 10% above the minimum, but every one after it rose
+    (f,) = _ovf001(_epochs([0.563, 0.523, 0.495, 0.457, 0.469, 0.498, 0.534],
+                           [0.631, 0.526, 0.449, 0.371, 0.287, 0.219, 0.158]))
+    assert f.step == 4
+
+
+def test_near_miss_passes_over_a_noisy_eval_floor_with_a_lucky_minimum() -> None:
+    # a published Keras CSVLogger file (public corpus, dev half): val_loss wanders between
+    # 0.02 and 0.09 for twenty epochs with ReduceLROnPlateau; its lowest eval (0.021) is a
+    # lucky one, and the evals after it are no higher than those before it
+    run = autopsy.load_run(public_run("keras_csv_healthy_fingerprint_reduce_lr_plateau"))
+    assert not _ovf001(run)
+
+
+def test_fires_past_a_lucky_minimum_when_the_later_evals_trend_up() -> None:
+    # one lucky eval early (0.95), then the eval loss climbs from 1.1 to 1.8 while the
+    # train loss falls from 1.7 to 0.2
+    evals = [1.45, 1.40, 1.41, 0.95, *np.linspace(1.1, 1.8, 16)]
+    (f,) = _ovf001(_epochs(evals, list(np.geomspace(1.7, 0.2, 20))))
+    assert f.step == 4

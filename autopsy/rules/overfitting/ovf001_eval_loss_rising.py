@@ -13,6 +13,7 @@ from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.overfitting.thresholds import OVF001
 from autopsy.rules.registry import rule
+from autopsy.signals import theil_sen
 
 _CHECKPOINT = re.compile(r"(?:^|/)checkpoint-(\d+)(?:/|$)")
 
@@ -31,7 +32,12 @@ def eval_loss_rising(run: Run, ctx: RuleContext) -> Finding | None:
     What happened:
         The eval loss reached its minimum and then rose: the last eval is at least
         ``rel_rise`` above the minimum, and so are at least ``min_rising_evals``
-        of the evals after it (out of at least ``min_evals`` evals in all), while
+        of the evals after it (or every eval after it rose above the one before),
+        out of at least ``min_evals`` evals in all; and the evals after the minimum
+        sit ``rel_rise`` above the median of as many evals before it (the wander of
+        a noisy floor, whose minimum was its luckiest eval, is not a rise), unless
+        the eval loss was clearly falling into its minimum or the evals after the
+        minimum trend up (their Theil–Sen interval above 0); while
         the training loss kept falling (or, when it was not logged, could not be
         checked). The reported step is the eval-loss minimum: the last good step,
         whose weights are the ones to keep. "Train loss below
@@ -67,7 +73,26 @@ def eval_loss_rising(run: Run, ctx: RuleContext) -> Finding | None:
     best, best_step, last = float(values[best_i]), int(steps[best_i]), float(values[-1])
     bar = best * (1 + ctx["rel_rise"]) if best > 0 else best + ctx["rel_rise"]
     above = int((values[best_i + 1:] >= bar).sum())
-    if last < bar or above < ctx["min_rising_evals"]:
+    after = values[best_i:]
+    # a steady climb: every eval after the minimum above the one before it
+    steady = len(after) > ctx["min_rising_evals"] + 1 and bool((np.diff(after) > 0).all())
+    if last < bar or (above < ctx["min_rising_evals"] and not steady):
+        return None
+    # ...and a rise, not the wander of a noisy floor whose minimum was its luckiest eval:
+    # the evals after the minimum sit above those before it (as many as after), unless
+    # the eval loss was clearly falling into its minimum (then those are the descent)
+    span = len(after) - 1
+    before = evals.iloc[max(0, best_i - span):best_i + 1]
+    descent = theil_sen(before, log=best > 0)
+    falling = descent is not None and descent.high < 0
+    floor = float(np.median(before.to_numpy(dtype=float)[:-1])) if len(before) > 1 else best
+    above_floor = float(np.median(after[1:])) >= (floor * (1 + ctx["rel_rise"]) if floor > 0
+                                                   else floor + ctx["rel_rise"])
+    # (or, past a lucky minimum, the evals after it trend up: the whole Theil-Sen
+    # interval above 0; the minimum itself left out, it would lift any trend)
+    trend = theil_sen(evals.iloc[best_i + 1:], log=best > 0) if len(after) > 3 else None
+    rising = trend is not None and trend.low > 0
+    if len(before) > ctx["min_rising_evals"] and not (falling or above_floor or rising):
         return None
     train_best, train_end = _train_levels(run, best_step, int(ctx["train_points"]))
     if train_best is not None and train_end is not None and train_end >= train_best:

@@ -18,8 +18,10 @@ OVF001: dict[str, Threshold] = {
         "set is small and one bad eval is noise, two are a trend.")),
     "rel_rise": Threshold(0.1, (
         "The last eval, and min_rising_evals of those after the minimum, are at least 10% "
-        "above the minimum (0.1 above it when the minimum is 0 or less): a rise clearly "
-        "beyond the eval-to-eval noise of a plateau.")),
+        "above the minimum (0.1 above it when the minimum is 0 or less), and the median eval "
+        "after the minimum is 10% above the median of as many evals before it: a rise "
+        "clearly beyond the eval-to-eval noise of a plateau, whose lowest eval is a lucky "
+        "one.")),
     "train_points": Threshold(3, (
         "The training loss at the best step and at the end are medians of 3 points, so one "
         "batch does not decide whether the training loss still fell (needed to tell "
