@@ -209,6 +209,14 @@ def test_a_line_logged_twice_is_one_point(tmp_path: Path) -> None:
     ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
      "tensor with shape[64,224,224,3] and type float on /job:localhost/replica:0/task:0/"
      "device:GPU:0 by allocator GPU_0_bfc", "oom", ("device", "cuda")),
+    # slurm's cgroup OOM killer: slurmstepd's report and srun's task state
+    ("slurmstepd-gpu20-15: error: Detected 1 oom-kill event(s) in StepId=9411285.0. Some of "
+     "your processes may have been killed by the cgroup out-of-memory handler.", "host_kill",
+     ("why", "slurm cgroup OOM killer")),
+    ("srun: error: gpu20-15: task 0: Out Of Memory", "host_kill",
+     ("why", "slurm: Out Of Memory")),
+    # the shell's report of a SIGKILLed job, as pasted into an issue with its emphasis
+    ("**Killed**", "host_kill", ("why", "Killed")),
     # the NVIDIA driver's kernel log line (dmesg -T), its Xid code in the details
     ("[Mon Nov 20 03:12:44 2023] NVRM: Xid (PCI:0000:3b:00): 79, pid=28472, name=python, GPU "
      "has fallen off the bus.", "traceback", ("xid", 79)),

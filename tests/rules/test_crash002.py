@@ -47,3 +47,25 @@ def test_near_miss_passes_when_a_rank_raised_its_own_exception(tmp_path: Path) -
     d = diagnose(autopsy.load_run(tmp_path))
     assert d.verdict.code == "CRASH001"
     assert not [f for f in d.findings if f.code == "CRASH002"]
+
+
+@pytest.mark.parametrize(("name", "rank"), [
+    ("deit_torchrun_local_rank5_exitcode1_sigterm_others_issue_88251", 5),
+    ("repvit_imagenet_torchrun_local_rank2_exitcode1_epoch7_issue_65", 2),
+])
+def test_names_the_rank_the_launcher_reports_failed(name: str, rank: int) -> None:
+    # torchelastic's "failed (exitcode: 1) local_rank: N" after "Sending process ... closing
+    # signal SIGTERM" to the others: the failed rank is the culprit, the SIGTERMs are not a kill
+    d = _diagnose(name)
+    assert (d.verdict.code, d.verdict.family, d.verdict.ranks) == ("CRASH002", Family.CRASH,
+                                                                    (rank,))
+    assert d.verdict.cause != "killed"
+
+
+def test_a_launcher_sigterm_alone_is_no_kill(tmp_path: Path) -> None:
+    # near miss: the launcher stopping a process with no failed rank reported is no verdict
+    (tmp_path / "train.log").write_text(
+        "[2024-05-28 14:04:27,954] torch.distributed.elastic.multiprocessing.api: [WARNING] "
+        "Sending process 60552 closing signal SIGTERM\n")
+    d = diagnose(autopsy.load_run(tmp_path))
+    assert not [f for f in d.findings if f.code == "CRASH002"]

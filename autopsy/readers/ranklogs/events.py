@@ -367,6 +367,8 @@ def misc_events(text: str) -> list[tuple[EventKind, Details]]:
         out.append((EventKind.EXIT, d))
         if m.group(3) == "Killed":
             out.append((EventKind.HOST_KILL, dict(d, why="srun: Killed")))
+        elif m.group(3).strip() == "Out Of Memory":  # the step's cgroup OOM killer
+            out.append((EventKind.HOST_KILL, dict(d, why="slurm: Out Of Memory")))
     m = _DEATH.search(text)
     if m:
         out.append((EventKind.SIGNAL, {"signal": m.group(1), "who": "agent"}))
@@ -386,7 +388,8 @@ def misc_events(text: str) -> list[tuple[EventKind, Details]]:
         out.append((EventKind.HOST_KILL, {"pid": int(m.group(1)), "signal": m.group(2).strip(),
                                           "who": "dataloader_worker"}))
     elif "Killed" in text:
-        m = _BASH_KILLED.match(text.strip())
+        # (a line pasted into an issue may keep its emphasis: **Killed**)
+        m = _BASH_KILLED.match(text.strip().strip("*_`"))
         if m:
             d: Details = {"why": "Killed"}
             if m.group(1):
@@ -424,6 +427,10 @@ _SLURM_CANCEL = re.compile(r"\*\*\* (JOB|STEP) ([\w.]+) ON (\S+) CANCELLED AT (\
 _SLURM_MEM = re.compile(r"(?:Job|Step) ([\w.]+) exceeded memory limit \((\d+) > (\d+)\)")
 _KERNEL_OOM = re.compile(r"(?:Out of memory|Memory cgroup out of memory): Killed process (\d+)"
                          r"(?: \(([^)]*)\))?")
+#: slurmstepd: ``error: Detected 1 oom-kill event(s) in StepId=9411285.0. Some of your
+#: processes may have been killed by the cgroup out-of-memory handler.`` (older slurm: ``in
+#: step 123.batch cgroup``)
+_SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill event\(s\) in (?:StepId=|step )([\w.]+)")
 _OOM_KILL = re.compile(r"\boom[-_]kill(?:ed)?\b", re.IGNORECASE)
 _OOM_PID = re.compile(r"\bpid=(\d+)")
 #: NaN/Inf messages printed by frameworks (detectron2, TF NanTensorHook/Estimator, Keras
@@ -493,6 +500,9 @@ def scheduler_events(text: str) -> list[tuple[EventKind, Details]]:
         if m.group(2):
             d["process"] = m.group(2)
         out.append((EventKind.HOST_KILL, d))
+    elif (m := _SLURM_OOM.search(text)) is not None:
+        out.append((EventKind.HOST_KILL, {"why": "slurm cgroup OOM killer",
+                                          "count": int(m.group(1)), "step": m.group(2)}))
     elif "oom" in text.lower():
         m = _OOM_KILL.search(text)  # then its pid, searched once after it (linear)
         if m and ("pid=" in text or "task=" in text):

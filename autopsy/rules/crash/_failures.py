@@ -33,6 +33,38 @@ class Candidate:
     claimed: bool
 
 
+#: What to change for a cause the exception catalogue names, before the exception's own
+#: fix: a device, a network or a signal is not fixed in the line that raised.
+CAUSE_ADVICE: dict[str, list[str]] = {
+    "cuda_error": [
+        "re-run with CUDA_LAUNCH_BLOCKING=1 so the error is raised at the kernel that failed "
+        "(CUDA errors are reported asynchronously, often at a later, innocent line)",
+        "if the same node fails again with other code, suspect the GPU: an ECC or Xid error "
+        "is the GPU itself (nvidia-smi -q -d ECC, dcgmi diag, the kernel log's Xid lines): "
+        "drain that node"],
+    "nccl_error": [
+        "find the rank that failed first (its own exception, an OOM or a kill): the others "
+        "lose their peer and report the network",
+        "set NCCL_DEBUG=INFO (and TORCH_NCCL_ASYNC_ERROR_HANDLING=1) to see which link or "
+        "host failed; check the NICs and the NCCL_IB_* settings of that host"],
+    "segfault": [
+        "get a native backtrace: run with PYTHONFAULTHANDLER=1 (or under gdb); a segfault "
+        "is in native code, most often a driver, CUDA or extension (apex, flash-attn, custom "
+        "ops) built for another torch or CUDA: update or rebuild them to match",
+        "with DataLoader workers, a segfault in a worker is often a library that is not "
+        "fork-safe: try multiprocessing_context='spawn' or num_workers=0 to isolate it"],
+    "killed": [
+        "the process was stopped from outside (the scheduler's time limit, a preemption, "
+        "a kill): resume from the last checkpoint, and checkpoint often enough to lose "
+        "little when it happens again",
+        "if it was the time limit, ask for more time or save before it (a signal handler "
+        "on SIGTERM/SIGUSR1)"],
+    "label_out_of_range": [
+        "a label id is outside [0, number of classes): check the dataset's label range and "
+        "the model's number of outputs (num_labels), and the ignore index (-100)"],
+}
+
+
 def attributed(events: pd.DataFrame) -> pd.DataFrame:
     """The events with launcher rows given their pid's rank and a ``role`` column."""
     ev = events.assign(rank=attributed_ranks(events))

@@ -8,6 +8,7 @@ from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.crash._failures import (
+    CAUSE_ADVICE,
     attributed,
     cascade_summary,
     claim_evidence,
@@ -44,37 +45,6 @@ def _own(r: ExceptionRow, telling: bool) -> Signature | bool | None:
     if telling and not d.get("exception"):
         return False  # a traceback whose exception was not read: the other events say more
     return None
-
-
-#: What to change for a cause the exception catalogue names, before the exception's own
-#: fix: a device, a network or a signal is not fixed in the line that raised.
-CAUSE_ADVICE: dict[str, list[str]] = {
-    "cuda_error": [
-        "re-run with CUDA_LAUNCH_BLOCKING=1 so the error is raised at the kernel that failed "
-        "(CUDA errors are reported asynchronously, often at a later, innocent line)",
-        "if the same node fails again with other code, suspect the GPU: run the vendor "
-        "diagnostics (nvidia-smi -q, dcgmi diag) and check the kernel log for Xid lines"],
-    "nccl_error": [
-        "find the rank that failed first (its own exception, an OOM or a kill): the others "
-        "lose their peer and report the network",
-        "set NCCL_DEBUG=INFO (and TORCH_NCCL_ASYNC_ERROR_HANDLING=1) to see which link or "
-        "host failed; check the NIC and the fabric of that host"],
-    "segfault": [
-        "get a native backtrace: run with PYTHONFAULTHANDLER=1 (or under gdb), and check "
-        "that the extensions (apex, flash-attn, custom ops) were built for this torch and "
-        "CUDA",
-        "with DataLoader workers, a segfault in a worker is often a library that is not "
-        "fork-safe: try multiprocessing_context='spawn' or num_workers=0 to isolate it"],
-    "killed": [
-        "the process was stopped from outside (the scheduler's time limit, a preemption, "
-        "a kill): resume from the last checkpoint, and checkpoint often enough to lose "
-        "little when it happens again",
-        "if it was the time limit, ask for more time or save before it (a signal handler "
-        "on SIGTERM/SIGUSR1)"],
-    "label_out_of_range": [
-        "a label id is outside [0, number of classes): check the dataset's label range and "
-        "the model's number of outputs (num_labels), and the ignore index (-100)"],
-}
 
 
 @rule(

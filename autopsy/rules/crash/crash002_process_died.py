@@ -8,7 +8,7 @@ import pandas as pd
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
-from autopsy.rules.crash._failures import attributed
+from autopsy.rules.crash._failures import CAUSE_ADVICE, attributed, first_bad_step
 from autopsy.rules.crash.thresholds import CRASH002
 from autopsy.rules.exceptions import Signature, classify
 from autopsy.rules.registry import rule
@@ -21,24 +21,6 @@ DEATH_KINDS: frozenset[str] = frozenset({
 OTHER_ROOTS: frozenset[str] = frozenset({
     "oom", "host_kill", "nccl_timeout", "collective_timeout", "heartbeat_stuck",
     "rendezvous_timeout", "collective_mismatch", "desync_report", "nan_loss"})
-#: What to do per cause.
-ADVICE: dict[str, str] = {
-    "segfault": "a segfault is in native code: update the driver, CUDA, PyTorch and the "
-                "extension named in the log (a mismatched build is the usual cause); run "
-                "with `python -X faulthandler` to get the Python stack at the fault",
-    "cuda_error": "rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing kernel; an ECC or Xid "
-                  "error is the GPU itself (check `nvidia-smi -q -d ECC`, dmesg), so drain "
-                  "that node",
-    "nccl_error": "a rank died or the network failed: look for the first rank that died "
-                  "(autopsy ranks on every rank's log); check the NICs and NCCL_IB_* settings; "
-                  "NCCL_DEBUG=INFO shows the failing link",
-    "killed": "the scheduler stopped the job (time limit, preemption, requeue): save "
-              "checkpoints often enough and resume; ask for more time or a non-preemptible "
-              "partition",
-    "label_out_of_range": "check the label ids against the number of classes",
-}
-
-
 def _text(row: pd.Series) -> tuple[str, str]:
     d = row["details"] if isinstance(row["details"], dict) else {}
     return str(d.get("exception") or ""), " ".join(
@@ -63,6 +45,10 @@ def process_died(run: Run, ctx: RuleContext) -> Finding | None:
         in log order is the one reported (the signatures of
         ``autopsy/rules/exceptions.py``).
 
+        Else, a rank the launcher reports as failed with an exit code (torchelastic's
+        ``failed (exitcode: 1) local_rank: 5``) whose error is not in the logs: the
+        rank is named, and the other ranks' SIGTERM from the launcher is not their
+        failure (confidence ``confidence_exit``).
         Silent when a rank raised an exception of its own (CRASH001 reports it),
         and when the logs hold an out-of-memory error, a kill by the OOM-killer,
         a collective timeout or a NaN (their families' rules explain the run).
@@ -89,6 +75,11 @@ def process_died(run: Run, ctx: RuleContext) -> Finding | None:
     for _, row in ev[kinds.isin(DEATH_KINDS)].iterrows():
         exc, text = _text(row)
         sig = classify({"exception": exc, "exc_message": text})
+        if str(row["kind"]) == "traceback" and (not exc or exc.endswith("ChildFailedError")):
+            continue  # cut before its exception, or the launcher's: no rank's own error
+        d = row["details"] if isinstance(row["details"], dict) else {}
+        if str(row["kind"]) == "signal" and d.get("who") == "launcher":
+            continue  # the launcher stopping the others after a failure: its consequence
         if str(row["kind"]) in ("traceback", "error_file") and row["role"] == "root" and (
                 sig is None or sig.family is Family.CRASH) and not (
                 sig is not None and exc.endswith("CalledProcessError")):
@@ -96,7 +87,7 @@ def process_died(run: Run, ctx: RuleContext) -> Finding | None:
         if sig is not None and sig.family is Family.CRASH:
             hits.append((row, sig))
     if not hits:
-        return None
+        return _failed_exit(run, ev, kinds, ctx)
     row, sig = hits[0]
     assert sig.cause is not None
     rank = None if pd.isna(row["rank"]) else int(row["rank"])
@@ -110,5 +101,48 @@ def process_died(run: Run, ctx: RuleContext) -> Finding | None:
         evidence=[Evidence(summary=str(row["message"])[:300], source=str(row["source"]),
                            line=None if pd.isna(row["line"]) else int(row["line"]),
                            numbers={"signature": sig.name})],
-        advice=[ADVICE[sig.cause]], title=f"process died ({sig.name.replace('_', ' ')})",
+        advice=list(CAUSE_ADVICE.get(sig.cause, [])),
+        title=f"process died ({sig.name.replace('_', ' ')})",
+    )
+
+
+def _failed_exit(run: Run, ev: pd.DataFrame, kinds: pd.Series,
+                 ctx: RuleContext) -> Finding | None:
+    """A rank the launcher reports failed with an exit code (``failed (exitcode: 1)
+    local_rank: 5``), its own error not in these logs: the launcher then stopped the others
+    (``Sending process N closing signal SIGTERM``), which is not their failure."""
+    failed = []
+    for _, row in ev[kinds == "exit"].iterrows():
+        d = row["details"] if isinstance(row["details"], dict) else {}
+        code = d.get("exitcode")
+        if isinstance(code, int) and code > 0:
+            failed.append((row, code))
+    if not failed:
+        return None
+    row, code = failed[0]
+    rank = None if pd.isna(row["rank"]) else int(row["rank"])
+    who = f"rank {rank}" if rank is not None else "a process"
+    stopped = int(((kinds == "signal") & ev["message"].astype(str).str.contains(
+        "closing signal", regex=False)).sum())
+    # the rank's own last step, else (a launcher line about a rank whose lines carry no
+    # rank) the last step the run logged: the one in progress is after it
+    last = row["step"] if pd.notna(row["step"]) else (
+        None if run.scalars.empty else run.scalars["step"].max())
+    step = first_bad_step(None if last is None or pd.isna(last) else int(last))
+    return ctx.finding(
+        message=f"{who[0].upper() + who[1:]} failed with exit code {code}"
+                + (f" and the launcher stopped the {stopped} other process(es)" if stopped
+                   else "")
+                + ": the error that ended it is not in these logs.",
+        severity=Severity.CRITICAL, confidence=ctx["confidence_exit"], cause=None, step=step,
+        ranks=() if rank is None else (rank,),
+        evidence=[Evidence(summary=str(row["message"])[:300], source=str(row["source"]),
+                           line=None if pd.isna(row["line"]) else int(row["line"]),
+                           numbers={"exitcode": code, "rank": rank})],
+        advice=[f"read {who}'s own output for its traceback (torchrun --log-dir writes one "
+                "file per rank; with --tee 3 or [rankN]: prefixes it is in the job log): the "
+                "other ranks only received SIGTERM from the launcher",
+                "exit code 1 is an uncaught Python exception; a negative code is a signal "
+                "(-9: killed, the OOM killer; -11: a segfault)"],
+        title=f"{who} failed (exit code {code})",
     )

@@ -31,4 +31,9 @@ CRASH002: dict[str, Threshold] = {
         "NCCL failure, a kill from the scheduler) with no exception of the training code: "
         "the line names how it died, not why, and a communication error can be the echo of a "
         "death elsewhere; lower than CRASH001's 0.9 for a rank's own exception.")),
+    "confidence_exit": Threshold(0.6, (
+        "The confidence when the launcher's exit code is all there is (failed (exitcode: 1) "
+        "local_rank: 5): which rank failed is certain, what failed is not in the logs, and a "
+        "rank can exit first because of a peer's failure elsewhere; below the 0.75 of a "
+        "logged way of dying.")),
 }
