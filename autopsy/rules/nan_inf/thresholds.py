@@ -107,3 +107,14 @@ CAUSE: dict[str, Threshold] = {
         "estimates to settle before the full LR. Only the advice uses it; it decides "
         "nothing.")),
 }
+
+#: NAN007 nan-from-masked-labels.
+NAN007: dict[str, Threshold] = {
+    "min_points": Threshold(3, (
+        "At least 3 logged points, every one with a loss of 0 and a non-finite grad norm: "
+        "one or two could be a skipped fp16 step logged beside a finite loss; three in a "
+        "row, from the start, is a run that never had a finite gradient.")),
+    "zero_loss": Threshold(1e-7, (
+        "A loss within 1e-7 of 0 is exactly 0, as FLAT001 reads it (its zero_loss): a mean "
+        "over zero label tokens, or a NaN loss that some HF Trainer versions log as 0.")),
+}

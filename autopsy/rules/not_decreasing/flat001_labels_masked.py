@@ -33,8 +33,8 @@ def labels_masked(run: Run, ctx: RuleContext) -> Finding | None:
         masks the whole sequence; a tokenizer change breaks that template; labels are
         not passed to the model at all; or truncation cuts off every answer. Some HF
         Trainer versions log such a NaN loss as 0 (``logging_nan_inf_filter``) with a
-        NaN grad norm: that pattern counts here too, and is then reported as critical
-        (the run is a NaN run whose root is the masking, not a blow-up).
+        NaN grad norm: that run is a NaN run whose root is the masking, and NAN007
+        reports it.
 
     How to fix:
         Inspect one collated batch: ``(batch["labels"] != -100).sum()`` must be
@@ -52,6 +52,8 @@ def labels_masked(run: Run, ctx: RuleContext) -> Finding | None:
     flat = flat_loss(run, ctx.thresholds)
     if flat is None or flat.cause != "labels_masked":
         return None
+    if flat.zero and flat.grad is not None and flat.grad.n == 0:
+        return None  # a loss of 0 with no finite grad norm is a NaN run: NAN007's
     evidence: list[Evidence] = [flat.loss_evidence()]
     grad = flat.grad_evidence()
     if grad is not None:
