@@ -324,11 +324,13 @@ def _check_stall(run_dir: Path, p: Any) -> dict[str, Any]:
     _require(_cascade(f, others), f"timed out: {f['timed_out_ranks']}")
     _require(all(last[r] == bad_step - 1 for r in others), f"last steps {last}")
     return _label(
-        "hang", ["dead_rank", "straggler"], bad_step, bad_rank, f,
+        "hang", "dead_rank", bad_step - 1, bad_rank, f,
+        stuck_step=bad_step,
         note=f"rank {bad_rank} stopped responding before step {bad_step}'s forward "
         f"(sleeps 10x the timeout) and never reached its gradient all-reduce; the others "
         f"timed out in it after {COLLECTIVE_TIMEOUT}s and torchelastic then SIGTERMed rank "
-        f"{bad_rank}. dead_rank first (it never came back), straggler accepted",
+        f"{bad_rank}: dead_rank (it never came back). first_bad_step is the last step "
+        f"completed before the job stopped (docs/labels.md, hang)",
     )
 
 
@@ -373,13 +375,15 @@ def _check_mismatch_silent(run_dir: Path, p: Any) -> dict[str, Any]:
     at_step = {r: _steps(texts[r])[bad_step]["mean_loss"] for r in others}
     before = {r: _steps(texts[r])[bad_step - 1]["mean_loss"] for r in others}
     return _label(
-        "hang", "collective_mismatch", bad_step, bad_rank, f,
+        "hang", "collective_mismatch", bad_step - 1, bad_rank, f,
+        stuck_step=bad_step,
         mean_loss_at_mismatch_step=at_step, mean_loss_step_before=before,
         note=f"no DETAIL: gloo did not detect the size mismatch; ranks {others} finished "
         f"step {bad_step}'s all_reduce(stat) with corrupted values while rank "
         f"{bad_rank} stayed in it, then the ranks timed out (rank {bad_rank} in "
         "all_reduce(stat), the others in the next step's all_reduce(param.grad); a rank "
-        "whose peer exited first sees 'Connection closed by peer'): hang",
+        "whose peer exited first sees 'Connection closed by peer'): hang. first_bad_step is "
+        f"the last step every rank completed ({bad_step - 1}; docs/labels.md, hang)",
     )
 
 
@@ -398,13 +402,15 @@ def _check_uneven(run_dir: Path, p: Any) -> dict[str, Any]:
     _require(all("epoch 0 done" not in texts[r] for r in others), "a long rank ended its epoch")
     _require(_cascade(f, list(range(WORLD))), "a rank neither timed out nor lost its peer")
     return _label(
-        "hang", "uneven_batches", steps, bad_rank, f,
+        "hang", "uneven_batches", steps - 1, bad_rank, f,
+        stuck_step=steps,
         batches_per_rank={str(r): steps - 1 if r == bad_rank else steps
                           for r in range(WORLD)},
         note=f"rank {bad_rank}'s shard had {steps - 1} batches, the others' {steps}: it "
         f"ended its epoch after step {steps - 1} and waited in dist.barrier() while the "
         f"others waited in step {steps}'s gradient all-reduce; each side timed out "
-        f"(a rank whose peer exited first saw 'Connection closed by peer')",
+        f"(a rank whose peer exited first saw 'Connection closed by peer'). first_bad_step is "
+        f"the last step every rank completed (docs/labels.md, hang)",
     )
 
 
@@ -446,9 +452,10 @@ SPECS: tuple[Spec, ...] = (
         how=_BASE + f"rank {STALL_RANK} sleeps 10× the timeout before step {STALL_STEP}'s "
         "forward; `--tee 3`: one interleaved `train.log`",
         train=_train_stall, check=_check_stall, crashes=True,
-        conclusion=lambda lb: (f"hang / dead_rank (or straggler): rank {lb['culprit_rank']} "
-                               f"never reached step {lb['first_bad_step']}'s all-reduce and has "
-                               f"no timeout of its own ({_ranks_line(lb)}: a victim)"),
+        conclusion=lambda lb: (f"hang / dead_rank after step {lb['first_bad_step']}: rank "
+                               f"{lb['culprit_rank']} never reached step {lb['stuck_step']}'s "
+                               f"all-reduce and has no timeout of its own ({_ranks_line(lb)}: a "
+                               "victim)"),
     ),
     Spec(
         name="ddp_collective_mismatch_detail",
@@ -471,8 +478,9 @@ SPECS: tuple[Spec, ...] = (
         f"{MISMATCH_RANK} all-reduces a [2] loss statistic at step {MISMATCH_STEP}, the "
         "others [1]; `--redirects 3 --log-dir logs`",
         train=_train_mismatch_silent, check=_check_mismatch_silent, crashes=True,
-        conclusion=lambda lb: (f"hang / collective_mismatch: rank {lb['culprit_rank']} "
-                               f"stuck in step {lb['first_bad_step']}'s all_reduce(stat) while "
+        conclusion=lambda lb: (f"hang / collective_mismatch after step "
+                               f"{lb['first_bad_step']}: rank {lb['culprit_rank']} "
+                               f"stuck in step {lb['stuck_step']}'s all_reduce(stat) while "
                                f"the others passed it (corrupted mean_loss) and wait in the next "
                                f"step's ({_ranks_line(lb)})"),
     ),
@@ -484,9 +492,9 @@ SPECS: tuple[Spec, ...] = (
         f"{UNEVEN_STEPS}; after its loop it waits in `dist.barrier()`; `--redirects 3 "
         "--log-dir logs`",
         train=_train_uneven, check=_check_uneven, crashes=True,
-        conclusion=lambda lb: (f"hang / uneven_batches: rank {lb['culprit_rank']} ended its "
-                               f"epoch after step {lb['first_bad_step'] - 1} and waited in the "
-                               f"barrier, the others in step {lb['first_bad_step']}'s all-reduce "
+        conclusion=lambda lb: (f"hang / uneven_batches after step {lb['first_bad_step']}: "
+                               f"rank {lb['culprit_rank']} ended its epoch and waited in the "
+                               f"barrier, the others in step {lb['stuck_step']}'s all-reduce "
                                f"({_ranks_line(lb)})"),
     ),
 )

@@ -343,7 +343,11 @@ def _two_launches(run_dir: Path, kind: str, *restored: str) -> tuple[dict[str, A
 
 
 def _label(cause: str, step: int, facts: dict[str, Any], **more: Any) -> dict[str, Any]:
-    return {"family": "resume", "cause": cause, "first_bad_step": step, "culprit_rank": None,
+    """A resume label. ``first_bad_step`` is the step resumed from, the checkpoint's
+    (``docs/labels.md``, resume); the first step of the resumed launch is ``resume_step``."""
+    del step  # the resumed launch's first step, kept in the facts as resume_step
+    return {"family": "resume", "cause": cause,
+            "first_bad_step": facts["resumed_from_checkpoint"], "culprit_rank": None,
             **more, **facts}
 
 
@@ -453,7 +457,7 @@ def _check_hf(run_dir: Path, p: Any) -> dict[str, Any]:
     _require(all(b > a for a, b in itertools.pairwise(warm)), "no warm-up ramp again")
     return {
         "family": "resume", "cause": ["scheduler_not_restored", "missing_optimizer_state"],
-        "first_bad_step": resume, "culprit_rank": None,
+        "first_bad_step": HF_FROM, "culprit_rank": None,  # the step resumed from (the guide)
         "lr_before": before, "lr_after": after, "lr_after_warmup_again": warm[-1],
         "resume_step": resume, "resumed_from_checkpoint": HF_FROM,
         "crash_after_step": HF_CRASH, "steps": HF_STEPS, "segments": 2,
@@ -514,7 +518,8 @@ SPECS: tuple[Spec, ...] = (
         + "the checkpoint holds model, optimizer and step, no scheduler; warm-up 10, cosine, "
         "lr 1e-2, 80 steps",
         train=_train("scheduler"), check=_check_scheduler,
-        conclusion=lambda lb: (f"resume / scheduler_not_restored at step {lb['first_bad_step']}: "
+        conclusion=lambda lb: (f"resume / scheduler_not_restored, resumed from step "
+                               f"{lb['first_bad_step']}: "
                                f"LR {lb['lr_before']} before the crash, {lb['lr_after']} after "
                                "the resume (the warm-up again)"),
     ),
@@ -525,7 +530,7 @@ SPECS: tuple[Spec, ...] = (
         + "the checkpoint holds model, scheduler and step, no optimizer; regression, lr 3e-2 "
         "constant after warm-up 10, 100 steps",
         train=_train("optimizer"), check=_check_optimizer,
-        conclusion=lambda lb: (f"resume / missing_optimizer_state at step "
+        conclusion=lambda lb: (f"resume / missing_optimizer_state, resumed from step "
                                f"{lb['first_bad_step']}: loss {lb['loss_jump_ratio']}x the first "
                                f"launch's at step {lb['loss_jump_step']}, then decays"),
     ),
@@ -538,7 +543,7 @@ SPECS: tuple[Spec, ...] = (
         "after its first overflows; the checkpoint holds model, optimizer, scheduler and "
         "step, no scaler; regression, lr 3e-3, 100 steps",
         train=_train("scaler"), check=_check_scaler,
-        conclusion=lambda lb: (f"resume / grad_scaler_not_restored at step "
+        conclusion=lambda lb: (f"resume / grad_scaler_not_restored, resumed from step "
                                f"{lb['first_bad_step']}: loss scale {lb['loss_scale_before']:g} "
                                f"before, {lb['loss_scale_after']:g} after the resume; "
                                f"{len(lb['skipped_steps_after_resume'])} steps skipped again"),
@@ -552,7 +557,7 @@ SPECS: tuple[Spec, ...] = (
         f"is deleted; launch 2 resumes from checkpoint-{HF_FROM}",
         train=_train_hf, check=_check_hf,
         conclusion=lambda lb: (f"resume / scheduler_not_restored (missing_optimizer_state "
-                               f"accepted) at step {lb['first_bad_step']}: LR "
+                               f"accepted), resumed from step {lb['first_bad_step']}: LR "
                                f"{lb['lr_before']:.4g} before, {lb['lr_after']:.4g} after the "
                                "resume (the warm-up again)"),
     ),
@@ -564,7 +569,8 @@ SPECS: tuple[Spec, ...] = (
         "resumed launch's batches start at the epoch's first; 25% noisy labels (batches differ "
         "in difficulty), warm-up 10, cosine, lr 1e-2, 120 steps",
         train=_train("data"), check=_check_data,
-        conclusion=lambda lb: (f"resume / sampler_not_restored at step {lb['first_bad_step']}: "
+        conclusion=lambda lb: (f"resume / sampler_not_restored, resumed from step "
+                               f"{lb['first_bad_step']}: "
                                f"epoch {lb['epoch_before']} → {lb['epoch_after']}, the loss "
                                f"pattern repeats (correlation {lb['loss_pattern_correlation']})"),
     ),

@@ -28,6 +28,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
+from worker_exit import run_then_exit  # beside this file
 
 FEATURES = 16
 CLASSES = 4
@@ -90,8 +91,8 @@ def main() -> None:
         opt.step()
     dist.barrier()
     log.info("training finished")
-    dist.destroy_process_group()
+    # no dist.destroy_process_group(): it can deadlock in torch 2.13 (see worker_exit)
 
 
 if __name__ == "__main__":
-    main()
+    run_then_exit(main)

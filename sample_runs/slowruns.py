@@ -285,7 +285,7 @@ def _check_starved(run_dir: Path, p: Any) -> dict[str, Any]:
     _require("mmengine - INFO - Epoch(train)" in log and "data_time: " in log, "no mmengine lines")
     first, last = _loss_falls([v for _, v, _ in tb["train/loss"]])
     return _label(
-        "slow", "data_starvation", 1, None,
+        "slow", "data_starvation", None, None, steps=steps,
         step_time_median_s=_r(statistics.median(it)),
         data_time_median_s=_r(statistics.median(data)),
         compute_time_median_s=_r(statistics.median(t - d for t, d in zip(it, data, strict=True))),
@@ -293,7 +293,8 @@ def _check_starved(run_dir: Path, p: Any) -> dict[str, Any]:
         data_seconds_per_batch_planted=STARVED_BATCH * STARVED_ITEM_DELAY,
         loss_first5=_r(first), loss_last5=_r(last),
         note="the first step (warm-up) is left out of the medians; the whole run is starved, "
-        "so first_bad_step is the first logged step",
+        "so there is no step where it became slow: first_bad_step is null (docs/labels.md, "
+        "slow)",
     )
 
 
@@ -315,7 +316,7 @@ def _check_checkpoint_stalls(run_dir: Path, p: Any) -> dict[str, Any]:
         steps - steps % every], "checkpoints on disk")
     first, last = _loss_falls([v for _, v, _ in loss])
     return _label(
-        "slow", "periodic_stall", stalls[0], None,
+        "slow", "periodic_stall", stalls[0], None, steps=steps,
         save_steps=every, stall_steps=stalls, step_time_median_s=_r(med),
         stall_seconds_each=[_r(delta[s]) for s in stalls], stall_cost_s=_r(extra, 3),
         stall_share_of_run=_r(extra / total, 3), run_seconds_after_warmup=_r(total, 3),
@@ -377,7 +378,7 @@ def _check_straggler(run_dir: Path, p: Any) -> dict[str, Any]:
              for r in range(WORLD)}
     _require(all("training finished" in t for t in texts.values()), "a rank did not finish")
     return _label(
-        "slow", "straggler", 1, STRAGGLER_RANK,
+        "slow", "straggler", None, STRAGGLER_RANK, steps=steps,
         world_size=WORLD, launcher="torchrun --standalone --nproc_per_node 4", backend="gloo",
         collective_timeout_s=COLLECTIVE_TIMEOUT, log_layout="redirects",
         ranks={str(r): {"last_step": steps, "exitcode": 0, "first_error": None}
@@ -392,7 +393,8 @@ def _check_straggler(run_dir: Path, p: Any) -> dict[str, Any]:
         note=f"rank {STRAGGLER_RANK} sleeps {STRAGGLER_DELAY}s loading every batch; each rank "
         "logs before the gradient all-reduce, so the slow rank's line comes last at every "
         "step while every rank's step period is the same (the fast ranks wait in the "
-        "all-reduce); a whole-run problem, so first_bad_step is the first step",
+        "all-reduce); a whole-run problem, so there is no step where it became slow: "
+        "first_bad_step is null (docs/labels.md, slow)",
     )
 
 

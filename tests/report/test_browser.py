@@ -126,7 +126,7 @@ def render(tmp_path: Path, command: str, run: Path, name: str) -> Path:
 
 
 @pytest.mark.parametrize("command,run,verdict,plots", [
-    ("analyze", "nan_after_grad_spike", "VERDICT: nan_inf · cause lr_too_high · step 31",
+    ("analyze", "nan_after_grad_spike", "VERDICT: nan_inf · cause lr_too_high · step 8",
      ["loss", "grad_norm", "learning_rate", "step_time"]),
     ("ranks", "ddp_rank_stall_timeout", "VERDICT: hang · cause dead_rank · step 10 · rank 1",
      ["ranks", "loss", "grad_norm", "learning_rate", "step_time"]),

@@ -93,7 +93,7 @@ def test_every_plot_is_an_embedded_png(nan_page: str) -> None:
 
 def test_verdict_comes_first_then_plots_findings_skipped_problems(nan_page: str) -> None:
     order = [nan_page.index(marker) for marker in (
-        'id="verdict"', "VERDICT: nan_inf · cause lr_too_high · step 31 · NAN001",
+        'id="verdict"', "VERDICT: nan_inf · cause lr_too_high · step 8 · NAN001",
         "What to change", 'id="plots"', "<img", 'id="findings"', 'id="skipped"',
         'id="problems"', 'id="read"')]
     assert order == sorted(order)

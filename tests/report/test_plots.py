@@ -75,10 +75,10 @@ def test_loss_plot_marks_the_first_bad_step_and_ticks_nan_points(nan_run) -> Non
     run, diagnosis = nan_run
     fig = plots.loss_plot(run, diagnosis.findings)
     assert fig is not None
-    assert diagnosis.verdict.step == 31
-    assert 31.0 in _vlines_at(fig)
+    assert diagnosis.verdict.step == 8
+    assert 8.0 in _vlines_at(fig)
     labels = fig.axes[0].get_legend_handles_labels()[1]
-    assert "loss NaN/Inf (10)" in labels
+    assert "loss NaN/Inf (33)" in labels
 
 
 def test_grad_norm_plot_is_log_and_circles_the_spikes_the_evidence_names(nan_run) -> None:
@@ -86,8 +86,8 @@ def test_grad_norm_plot_is_log_and_circles_the_spikes_the_evidence_names(nan_run
     fig = plots.grad_norm_plot(run, diagnosis.findings)
     assert fig is not None
     assert fig.axes[0].get_yscale() == "log"
-    # NAN001's grad-norm evidence: the spike at step 25, the peak at step 30
-    assert {25.0, 30.0} <= _circled(fig)
+    # NAN001's grad-norm evidence: the spike at step 6, the peak at step 7
+    assert {6.0, 7.0} <= _circled(fig)
 
 
 def test_marks_come_from_the_findings_not_from_the_data(nan_run) -> None:

@@ -232,7 +232,7 @@ def test_sample_constant_runs() -> None:
     nan_run = autopsy.load_run(SAMPLES / "nan_after_grad_spike")
     s = reconstruct_schedule(nan_run.series("learning_rate"))
     assert s is not None and (s.shape, s.warmup_steps) == ("constant", 0)
-    assert s.peak == pytest.approx(2.8)
+    assert s.peak == pytest.approx(12.0)
     assert phase_at(s, 25) == "peak"
     over = autopsy.load_run(SAMPLES / "overfitting_small_data")
     s2 = reconstruct_schedule(over.series("learning_rate"))

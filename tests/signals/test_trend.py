@@ -83,6 +83,6 @@ def test_sample_runs() -> None:
     loss = autopsy.load_run(SAMPLES / "healthy_hf_trainer").series("loss")
     down = theil_sen(loss, log=True)
     assert down is not None and down.high < 0 and down.rel_change < -0.5
-    diverging = autopsy.load_run(SAMPLES / "nan_after_grad_spike").series("loss").loc[20:]
+    diverging = autopsy.load_run(SAMPLES / "nan_after_grad_spike").series("loss").loc[:7]
     up = theil_sen(diverging, log=True)
     assert up is not None and up.low > 0
