@@ -79,9 +79,10 @@ def parse_paddle(text: str, ctx: LineContext) -> MetricLine | None:
         step = int(m.group(1)) * int(m.group(3)) + int(m.group(2))
     elif (m := _OCR1.search(text)) is not None:
         rest = text[m.end():]
-        pairs = [(k, v) for k, v in _pairs(_QUOTED_PAIR.sub("", rest)) if k == "lr"]
+        unquoted = _pairs(_QUOTED_PAIR.sub("", rest))  # lr (1.x recognition) and time
+        pairs = [(k, v) for k, v in unquoted if k == "lr"]
         pairs += [(k, float(v)) for k, v in _QUOTED_PAIR.findall(rest)]
-        pairs += [(k, v) for k, v in _pairs(_QUOTED_PAIR.sub("", rest)) if k == "time"]
+        pairs += [(k, v) for k, v in unquoted if k == "time"]
         if not pairs:
             return None
         ctx.train_step = int(m.group(1))

@@ -119,26 +119,29 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
     tail = values[-int(ctx["min_explode_points"]):]
     exploded = n_rise >= ctx["min_explode_points"] and bool(
         (tail >= base * ctx["explode_ratio"]).all())
-    # A real rise also clears the typical level before the best, not only the luckiest
-    # smoothed point of a noisy floor (a noisy plateau ending the run is no divergence).
-    span = max(int(ctx["min_rise_points"]), n_rise)
-    prior = float(np.median(values[max(0, best_i - span):best_i + 1]))
-    # ...unless the loss was clearly falling into its best (a V, not a floor): then the
-    # points before the best are the descent, not a typical level
+    if n_rise < ctx["min_rise_points"] and not exploded:
+        return None  # too short for a sustained rise or a steady climb: no trend to fit
+    trend = theil_sen(loss.iloc[low_i:], log=True)
+    rising = trend is not None and trend.low > 0
     # A rise that gives back less than min_lost_progress of what the run had gained is a
     # converged loss drifting at its floor (near zero, 0.0006 to 0.0012), not a divergence.
     start_level = float(np.median(values[:width]))
-    trend = theil_sen(loss.iloc[low_i:], log=True)
     top = max(end, trend.end if trend is not None else end)
     gives_back = top - base >= ctx["min_lost_progress"] * (start_level - base)
-    descent = theil_sen(loss.iloc[max(0, best_i - span):best_i + 1], log=True)
-    if descent is not None and descent.high < 0 and gives_back:
-        prior = base
+    # A real rise also clears the typical level before the best, not only the luckiest
+    # smoothed point of a noisy floor (a noisy plateau ending the run is no divergence),
+    # unless the loss was clearly falling into its best (a V, not a floor): then the points
+    # before the best are the descent, not a typical level.
+    span = max(int(ctx["min_rise_points"]), n_rise)
+    prior = float(np.median(values[max(0, best_i - span):best_i + 1]))
+    if gives_back:
+        descent = theil_sen(loss.iloc[max(0, best_i - span):best_i + 1], log=True)
+        if descent is not None and descent.high < 0:
+            prior = base
     sustained = n_rise >= ctx["min_rise_points"] and ratio >= need and end >= prior * need
-    rising = trend is not None and trend.low > 0
     # a steady climb: every point of the rise trends up (the trend's interval is above 0)
-    # by at least min_trend_rise, which the wander of a plateau does not do
-    # (measured at the trend's end: the median of a steady climb is its middle)
+    # by at least min_trend_rise, which the wander of a plateau does not do (measured at
+    # the trend's end: the median of a steady climb is its middle)
     climb = max(1 + ctx["min_trend_rise"], _exp(ctx["noise_k"] * noise))
     steady = (trend is not None and n_rise >= ctx["min_rise_points"] and rising
               and trend.end >= base * climb and trend.end >= prior * climb and gives_back)
