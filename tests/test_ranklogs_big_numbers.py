@@ -30,3 +30,22 @@ def test_huge_steps_and_ranks_cost_their_value(tmp_path: Path) -> None:
     huge_rank_file.write_text("step 1 loss 2.0\n", encoding="utf-8")
     part = ranklogs.read(huge_rank_file, huge_rank_file.name)
     assert part.scalars["rank"].isna().all() and part.scalars["step"].tolist() == [1]
+
+
+def test_numbers_of_thousands_of_digits_cost_their_line(tmp_path: Path) -> None:
+    # int() refuses strings of more than 4300 digits (ValueError): each such line is skipped
+    # and counted, the rest of the file is read
+    huge = "9" * 6000
+    log = tmp_path / "train.log"
+    log.write_text(
+        "step 1 loss 2.0\n"
+        f"step {huge} loss 1.0\n"
+        f"====> Epoch: {huge}, cost 14.01 s\n"
+        f"[Train][Epoch {huge}/2][Iter: 0/10]lr: 0.1, loss: 1.0, batch_cost: 1.0s\n"
+        f"NVRM: Xid (PCI:0000:3b:00): {huge}, pid=1, name=python, GPU has fallen off the bus.\n"
+        f"slurmstepd: error: Detected {huge} oom-kill event(s) in StepId=1.0. Some of your "
+        "processes may have been killed by the cgroup out-of-memory handler.\n"
+        "step 2 loss 0.5\n", encoding="utf-8")
+    part = ranklogs.read(log, "train.log")
+    assert part.scalars[part.scalars["tag"] == "loss"]["step"].tolist() == [1, 2]
+    assert [(p.kind, p.count) for p in part.problems] == [("bad_value", 5)]

@@ -351,8 +351,8 @@ def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None,
                                     used="the tail of each", kind="long_line", count=truncated))
     _flush_contexts(state)
     if state.bad_steps:
-        out.problems.append(Problem(rel, f"{state.bad_steps:,} metric lines with a step too "
-                                         "large for one", used="the other lines",
+        out.problems.append(Problem(rel, f"{state.bad_steps:,} lines with a step or another "
+                                         "number too large for one", used="the other lines",
                                     kind="bad_value", count=state.bad_steps))
     _resolve_hf(state)
     out.scalars.settle()
@@ -713,7 +713,11 @@ def _events_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) ->
             base["host"] = pre.host
         if _wrapped(rest):
             rest = _join_wrapped(rest, data, end + 1)
-        found = ev.line_events(rest)
+        try:
+            found = ev.line_events(rest)
+        except ValueError:  # a number of thousands of digits (int() refuses it): that line
+            st.bad_steps += 1  # costs its events, not the file
+            found = []
         if "Traceback (most recent call last)" in rest:
             lines = _same_rank_lines(data, end + 1, pre.rank)
             details, _ = ev.parse_traceback(lines)
@@ -883,7 +887,11 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
     if ctx is None:
         ctx = st.contexts[rank] = LineContext()
     ctx.line = line
-    got = parse_metrics(pre.rest, ctx)
+    try:
+        got = parse_metrics(pre.rest, ctx)
+    except ValueError:  # a step of thousands of digits (int() refuses it): the line only
+        st.bad_steps += 1
+        return
     if got is None or not got.values:
         return
     wall, _ = parse_time(pre.rest)
