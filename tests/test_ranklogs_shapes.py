@@ -1,6 +1,7 @@
 """Learned line shapes (``autopsy.readers.ranklogs.shapes``) give exactly what the usual
 parse of every line gives: the same points in the same order, the same segments, the same
-events, whatever the search engine and the block size."""
+events, whatever the search engine, the block size and the matcher (the compiled one or the
+regular expression)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 
 from autopsy.readers.ranklogs import lines, scan
+from autopsy.readers.ranklogs import shapes as shapes_mod
 from autopsy.readers.ranklogs.metrics import MetricLine
 from autopsy.readers.ranklogs.reader import read_group
 from autopsy.readers.ranklogs.shapes import Shapes, learn
@@ -61,28 +63,41 @@ def _logs(rng: random.Random) -> dict[str, str]:
     odd[900] = "step 99999999999999999999999 loss 0.5 lr 0.1"
     many = [f"[rank{(s * 7) % 300}]:step {s // 300} loss {1 + rng.random():.4f} lr 0.0001"
             for s in range(3000)]  # 300 ranks interleaved, each restarting nowhere
+    # numbers and spacing a shape's expression reads (some only by backtracking, which the
+    # compiled matcher declines and leaves to the usual parse)
+    tricky = [f"step {s} loss {1 / s:.5f} lr 0.1" for s in range(1, 1200)]
+    for i, text in enumerate(["inf", "-inf", "Infinity", "-Infinity", "NaN", "NAN", "1e999",
+                              "1e-999", ".5", "5.", "0.5E+3", "0.5e", "  0.5", "05", "1" * 400,
+                              "1" * 600, "+inf", "infinity", "nan1"]):
+        tricky[300 + 20 * i] = f"step {301 + 20 * i} loss {text} lr 0.1"
+    tricky[800] = "step 801 loss 0.5 lr 0.1 "
+    tricky[801] = "step  802 loss 0.5 lr 0.1\r"
+    tricky[802] = "step 803 loss 0.5 lr 0.1e5"
+    tricky[803] = "step 804 loss 0.5 lr 0.1.2"
     return {"generic.log": "\n".join(generic) + "\n", "doubled.log": "\n".join(doubled) + "\n",
             "manyranks.log": "\n".join(many) + "\n", "odd.log": "\n".join(odd) + "\n",
-            "stamps.log": "\n".join(stamps) + "\n",
+            "stamps.log": "\n".join(stamps) + "\n", "tricky.log": "\n".join(tricky),
             "megatron.log": "\n".join(resumed) + "\n",
             "mmengine.log": "\n".join(_mmengine(rng, 1000)) + "\n",
             "interleaved.log": "\n".join(interleaved) + "\n"}
 
 
-def _read(path: Path, shapes: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame,
-                                                                              pd.DataFrame]:
-    monkeypatch.setenv(scan.SHAPES_ENV, "1" if shapes else "0")
+def _read(path: Path, shapes: str, monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame,
+                                                                             pd.DataFrame]:
+    monkeypatch.setenv(scan.SHAPES_ENV, shapes)
     part = read_group([path], [path.name])
     return part.scalars, part.events
 
 
+@pytest.mark.parametrize("matcher", ["1", "regex"])  # the compiled matcher, the expression
 @pytest.mark.parametrize("engine", ["python", "rg"])
 @pytest.mark.parametrize("block", [16 << 10, 4 << 20])
 @pytest.mark.parametrize("name", ["generic.log", "doubled.log", "megatron.log", "mmengine.log",
                                   "interleaved.log", "stamps.log", "manyranks.log",
-                                  "odd.log"])
+                                  "odd.log", "tricky.log"])
 def test_shapes_give_what_every_line_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                           name: str, block: int, engine: str) -> None:
+                                           name: str, block: int, engine: str,
+                                           matcher: str) -> None:
     path = tmp_path / name
     path.write_text(_logs(random.Random(7))[name], encoding="utf-8")
     monkeypatch.setattr(lines, "BLOCK_BYTES", block)
@@ -91,8 +106,8 @@ def test_shapes_give_what_every_line_gives(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(fastpath, "MIN_BYTES", 0)
     fastpath._tool.cache_clear()
-    fast_s, fast_e = _read(path, True, monkeypatch)
-    slow_s, slow_e = _read(path, False, monkeypatch)
+    fast_s, fast_e = _read(path, matcher, monkeypatch)
+    slow_s, slow_e = _read(path, "0", monkeypatch)
     assert len(slow_s) > 1000
     pd.testing.assert_frame_equal(fast_s, slow_s)
     pd.testing.assert_frame_equal(fast_e, slow_e)
@@ -111,6 +126,7 @@ def test_shapes_read_most_lines_of_a_dense_log(tmp_path: Path,
 
     monkeypatch.setattr(scan, "_metrics_of_line", counting)
     monkeypatch.setenv(scan.SHAPES_ENV, "1")
+    assert shapes_mod._matcher() is not None  # the compiled matcher was built and is used
     part = read_group([path], [path.name])
     assert (part.scalars["tag"] == "loss").sum() == 2000
     # the step equals the clock's seconds up to step 59: the shape is trusted from the line
@@ -136,3 +152,83 @@ def test_a_shape_needs_agreeing_lines_and_one_column_per_role() -> None:
               MetricLine("generic", s, [("loss", 1.0 + s / 10)], stateless=False), None, None,
               float("nan"))
     assert not other.confirmed and not other.learning
+
+
+def _confirmed(lines_: list[bytes], kind: str, step_of: int, values_of: list[tuple[str, int]],
+               wall: float = float("nan")) -> shapes_mod.Shape:
+    """The shape learned from lines whose usual parse gives the step and values at the given
+    token columns."""
+    import re
+
+    got = Shapes()
+    for raw in lines_:
+        nums = [float(t) for t in re.findall(rb"\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", raw)]
+        learn(got, raw, MetricLine(kind, int(nums[step_of]),
+                                   [(t, nums[j]) for t, j in values_of]), None, None, wall)
+    (shape,) = got.confirmed
+    return shape
+
+
+_ALPHABET = b"0123456789.eE+- inftyNaIn\tx:|/"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_matcher_accepts_only_what_the_expression_reads_alike(seed: int) -> None:
+    """Mutated lines of a shape: every line the compiled matcher accepts, the shape's
+    expression matches with the same numbers; declined lines are few among well-formed
+    ones (they go to the usual parse)."""
+    import numpy as np
+
+    fast = shapes_mod._matcher()
+    assert fast is not None, "the compiled matcher (_shapematch) was not built"
+    rng = random.Random(seed)
+    base = [f"step {s} loss {1 / s:.5f}  lr 1.0e-4 | gn {s % 7}.5".encode()
+            for s in range(1, 6)]
+    shape = _confirmed(base, "generic", 0, [("loss", 1), ("lr", 2), ("gn", 3)])
+    assert shape.ops is not None
+    lines_ = []
+    for i in range(4000):
+        line = bytearray(base[i % len(base)])
+        for _ in range(rng.randrange(0, 3)):
+            at = rng.randrange(len(line) + 1)
+            what = rng.random()
+            if what < 0.4:
+                line[at:at] = bytes([rng.choice(_ALPHABET)])
+            elif what < 0.7 and at < len(line):
+                del line[at]
+            elif at < len(line):
+                line[at] = rng.choice(_ALPHABET)
+        lines_.append(bytes(line).replace(b"\n", b""))
+    data = b"\n".join(lines_) + b"\n"
+    compiled = shapes_mod._match_compiled(fast, shape, data, 0)
+    regex = shapes_mod._match_regex(shape, data, 0)
+    assert compiled is not None and regex is not None
+    assert set(compiled.starts.tolist()) <= set(regex.starts.tolist())
+    at = {s: i for i, s in enumerate(regex.starts.tolist())}
+    rows = [at[s] for s in compiled.starts.tolist()]
+    np.testing.assert_array_equal(compiled.ends, regex.ends[rows])
+    np.testing.assert_array_equal(compiled.steps, regex.steps[rows])
+    np.testing.assert_array_equal(compiled.values, regex.values[rows])
+    # declined: only lines the expression matches by backtracking, a handful here
+    assert len(regex.starts) - len(compiled.starts) <= len(regex.starts) // 50
+    assert len(compiled.starts) > 1000
+
+
+def test_the_compiled_matcher_reads_time_stamps_as_the_expression() -> None:
+    import numpy as np
+
+    fast = shapes_mod._matcher()
+    assert fast is not None, "the compiled matcher (_shapematch) was not built"
+    base = [f"2026-11-22 16:05:1{s},96{s} INFO step {s} loss {1 / s:.5f}".encode()
+            for s in range(1, 6)]
+    shape = _confirmed(base, "generic", 7, [("loss", 8)], wall=0.0)
+    assert shape.stamp_group is not None and shape.ops is not None
+    data = b"\n".join([*base, b"2026-11-22T16:00:09.1 INFO step 9 loss 0.5",
+                        b"2026-11-22_16:00:09.1234567 INFO step 10 loss 0.5",
+                        b"2026-13-22 16:00:09 INFO step 11 loss 0.5", b"x"])
+    compiled = shapes_mod._match_compiled(fast, shape, data, 0)
+    regex = shapes_mod._match_regex(shape, data, 0)
+    assert compiled is not None and regex is not None
+    np.testing.assert_array_equal(compiled.starts, regex.starts)
+    np.testing.assert_array_equal(compiled.walls, regex.walls)
+    assert np.isnan(compiled.walls[-1]) and len(compiled.starts) == 7

@@ -56,8 +56,10 @@ MAX_TOKENS = 64
 MAX_SEEN = 4096
 
 _TOKEN = re.compile(rb"(?<![\d.])(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?![\d.])")
-_NUMBER = (rb"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|NAN|[-+]?(?:inf|Inf|INF)"
-           rb"|[-+]?Infinity)")
+#: a number where a shape's line has one: the digits of the learned lines, or the
+#: non-finite words the usual parse reads (``metrics._NUM``: nan, NaN, [-+]inf, [-+]Inf;
+#: a word it does not read, such as ``NAN`` or ``Infinity``, must not be read by a shape)
+_NUMBER = rb"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|[-+]?(?:inf|Inf))"
 _NUMBER_NC = b"(?:" + _NUMBER[1:]
 _STAMP = rb"(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d{1,6})?)"
 _DIGITS = b"0123456789"
@@ -85,6 +87,11 @@ class Shape:
     group_of: dict[int, int] = field(default_factory=dict)
     #: the group holding the whole ISO time stamp, when it is read as one fixed-width text
     stamp_group: int | None = None
+    #: the same line as operations of the compiled matcher (:func:`_ops`), or None where
+    #: the shape needs what only the expression gives (the parts of a time stamp)
+    ops: tuple[tuple[int, Any], ...] | None = None
+    #: token column -> column of the compiled matcher's values
+    slot_of: dict[int, int] = field(default_factory=dict)
 
     def resolve(self) -> bool:
         """Trust the shape if enough lines agreed and each role has one column.
@@ -141,6 +148,9 @@ class Shape:
         parts.append(_literal(self.raw[last:], before_number=False))
         parts.append(b")$")
         self.regex = re.compile(b"".join(parts))
+        if self.wall is None or stamp:
+            self.ops, self.slot_of = _ops(self.raw, self.spans, self.group_of,
+                                          self.wall if stamp else None)
 
     @property
     def train(self) -> bool:
@@ -172,6 +182,56 @@ def _literal(text: bytes, before_number: bool = True) -> bytes:
     if before_number:
         pattern = _ESCAPED_TRAILING.sub(rb" *", pattern)
     return _ESCAPED_SPACES.sub(rb" +", pattern)
+
+
+_OP_LIT, _OP_SPACES, _OP_NUM, _OP_STAMP = 0, 1, 2, 3
+_RUNS = re.compile(rb"( +)|([^ ]+)")
+
+
+def _literal_ops(text: bytes, before_number: bool = True) -> list[tuple[int, Any]]:
+    """:func:`_literal` as operations of the compiled matcher: the text itself, a run of
+    spaces at least one space (at least none at the end, before a number)."""
+    ops: list[tuple[int, Any]] = []
+    for m in _RUNS.finditer(text):
+        if m.group(1) is not None:
+            ops.append((_OP_SPACES, 0 if before_number and m.end() == len(text) else 1))
+        else:
+            ops.append((_OP_LIT, m.group(2)))
+    return ops
+
+
+def _ops(raw: bytes, spans: list[tuple[int, int]], group_of: dict[int, int],
+         stamp: tuple[int, ...] | None) -> tuple[tuple[tuple[int, Any], ...], dict[int, int]]:
+    """The shape's expression as operations of ``_shapematch.match`` (same order, same
+    pieces), and the value column of each captured number."""
+    ops: list[tuple[int, Any]] = []
+    slot_of = {j: i for i, j in enumerate(sorted(group_of))}
+    last = 0
+    for j, (a, b) in enumerate(spans):
+        if stamp is not None and j in stamp:
+            if j == stamp[0]:
+                ops += _literal_ops(raw[last:a])
+                ops.append((_OP_STAMP, 0))
+            last = b
+            continue
+        ops += _literal_ops(raw[last:a])
+        ops.append((_OP_NUM, slot_of.get(j, -1)))
+        last = b
+    ops += _literal_ops(raw[last:], before_number=False)
+    return tuple(ops), slot_of
+
+
+def _matcher() -> Any:
+    """The compiled matcher, or None (not built, or ``AUTOPSY_RANKLOGS_SHAPES=regex``)."""
+    import os
+
+    if os.environ.get("AUTOPSY_RANKLOGS_SHAPES", "").lower() == "regex":
+        return None
+    try:
+        from autopsy.readers.ranklogs import _shapematch
+    except ImportError:
+        return None
+    return _shapematch
 
 
 def _float(tok: bytes) -> float:
@@ -357,61 +417,103 @@ def match_block(shapes: Shapes, data: bytes, pos: int = 0) -> list[Matched]:
     """Every line of ``data`` from offset ``pos`` (a line start) that a confirmed shape
     matches, per shape, as columns.
 
-    One ``split`` of the block by the shape's expression gives, in C, the text between
-    matched lines, each matched line and its numbers; the lines' offsets come from the
-    lengths, and each needed number column is converted by numpy at once.
+    The compiled matcher (``_shapematch``, where it was built) reads the block line by line
+    and converts each needed number as it goes; else one ``split`` of the block by the
+    shape's expression gives, in C, the text between matched lines, each matched line and
+    its numbers; the lines' offsets come from the lengths, and each needed number column is
+    converted by numpy at once. A line the compiled matcher declines (one the expression
+    would match only by backtracking) is left to the usual parse, which gives the same.
     """
+    out: list[Matched] = []
+    fast = _matcher()
+    for shape in shapes.confirmed:
+        got = (_match_compiled(fast, shape, data, pos) if fast is not None and shape.ops
+               is not None else _match_regex(shape, data, pos))
+        if got is not None:
+            out.append(got)
+    return out
+
+
+def _match_compiled(fast: Any, shape: Shape, data: bytes, pos: int) -> Matched | None:
+    """The lines of one shape by the compiled matcher."""
     import numpy as np
 
-    out: list[Matched] = []
+    width = len(shape.slot_of)
+    starts_b, ends_b, cols_b, stamps_b, stamp_w = fast.match(data, pos, shape.ops, width)
+    n = len(starts_b) // 8
+    if n <= 0:
+        return None
+    starts = np.frombuffer(starts_b, dtype=np.int64)
+    ends = np.frombuffer(ends_b, dtype=np.int64)
+    cols = np.frombuffer(cols_b, dtype=np.float64).reshape(n, width)
+
+    def num(j: int) -> Any:
+        return cols[:, shape.slot_of[j]]
+
+    walls = None
+    if shape.stamp_group is not None:
+        raw = np.frombuffer(stamps_b, dtype=np.uint8).reshape(n, -1)[:, :stamp_w]
+        walls = _stamp_walls(np.ascontiguousarray(raw).view(f"S{stamp_w}").ravel())
+    return _columns(shape, n, starts, ends, num, walls, None)
+
+
+def _match_regex(shape: Shape, data: bytes, pos: int) -> Matched | None:
+    """The lines of one shape by one ``split`` of the block by its expression."""
+    import numpy as np
+
     text = data if pos == 0 else data[pos:]
-    for shape in shapes.confirmed:
-        pieces = shape.regex.split(text)
-        k = shape.regex.groups  # the line, then its numbers
-        n = (len(pieces) - 1) // (k + 1)
-        if n <= 0:
-            continue
-        gap_len = np.fromiter(map(len, pieces[0:-1:k + 1]), dtype=np.int64, count=n)
-        line_len = np.fromiter(map(len, pieces[1::k + 1]), dtype=np.int64, count=n)
-        ends = pos + np.cumsum(gap_len + line_len)
-        starts = ends - line_len
+    pieces = shape.regex.split(text)
+    k = shape.regex.groups  # the line, then its numbers
+    n = (len(pieces) - 1) // (k + 1)
+    if n <= 0:
+        return None
+    gap_len = np.fromiter(map(len, pieces[0:-1:k + 1]), dtype=np.int64, count=n)
+    line_len = np.fromiter(map(len, pieces[1::k + 1]), dtype=np.int64, count=n)
+    ends = pos + np.cumsum(gap_len + line_len)
+    starts = ends - line_len
 
-        def col(j: int, n: int = n, k: int = k, pieces: list[bytes] = pieces,
-                shape: Shape = shape) -> Any:
-            return np.array(pieces[shape.group_of[j]::k + 1][:n])
+    def col(j: int) -> Any:
+        return np.array(pieces[shape.group_of[j]::k + 1][:n])
 
-        def num(j: int, n: int = n, k: int = k, pieces: list[bytes] = pieces,
-                shape: Shape = shape) -> Any:
-            # float() reads the bytes of a number as the expression wrote it (``nan``,
-            # ``inf``, ``1e-4``) twice as fast as a bytes array's astype
-            return np.fromiter(map(float, pieces[shape.group_of[j]::k + 1][:n]),
-                               dtype=np.float64, count=n)
+    def num(j: int) -> Any:
+        # float() reads the bytes of a number as the expression wrote it (``nan``,
+        # ``inf``, ``1e-4``) twice as fast as a bytes array's astype
+        return np.fromiter(map(float, pieces[shape.group_of[j]::k + 1][:n]),
+                           dtype=np.float64, count=n)
 
-        (step_cols,) = shape.step
-        if len(step_cols) == 1:
-            step_f = num(step_cols[0])
-        else:
-            je, ji, jn, off = step_cols
-            step_f = (num(je) + off) * num(jn) + num(ji)
-        values = np.empty((n, len(shape.columns)))
-        for i, c in enumerate(shape.columns):
-            values[:, i] = num(c)
-        rank_f = None if shape.rank is None else num(min(shape.rank))
-        if shape.stamp_group is not None:
-            walls = _stamp_walls(np.array(pieces[shape.stamp_group::k + 1][:n]))
-        else:
-            walls = _walls(col, shape.wall, n)
-        # a step or rank written nan/inf (or too large) is no line of the shape: the usual
-        # parse takes it (it does not read it as a step either)
-        ok = np.isfinite(step_f) & (np.abs(step_f) < MAX_STEP)
-        if rank_f is not None:
-            ok &= np.isfinite(rank_f) & (np.abs(rank_f) < MAX_STEP)
-        if not ok.all():
-            starts, ends, step_f, values, walls = (starts[ok], ends[ok], step_f[ok], values[ok],
-                                                   walls[ok])
-            rank_f = None if rank_f is None else rank_f[ok]
-            if not len(starts):
-                continue
-        ranks = None if rank_f is None else rank_f.astype(np.int64)
-        out.append(Matched(shape, starts, ends, step_f.astype(np.int64), values, ranks, walls))
-    return out
+    walls = None
+    if shape.stamp_group is not None:
+        walls = _stamp_walls(np.array(pieces[shape.stamp_group::k + 1][:n]))
+    return _columns(shape, n, starts, ends, num, walls, col)
+
+
+def _columns(shape: Shape, n: int, starts: Any, ends: Any, num: Any, walls: Any,
+             col: Any) -> Matched | None:
+    """A shape's matched lines as columns: step, values, rank and wall time."""
+    import numpy as np
+
+    (step_cols,) = shape.step
+    if len(step_cols) == 1:
+        step_f = num(step_cols[0])
+    else:
+        je, ji, jn, off = step_cols
+        step_f = (num(je) + off) * num(jn) + num(ji)
+    values = np.empty((n, len(shape.columns)))
+    for i, c in enumerate(shape.columns):
+        values[:, i] = num(c)
+    rank_f = None if shape.rank is None else num(min(shape.rank))
+    if walls is None:
+        walls = _walls(col, shape.wall, n)
+    # a step or rank written nan/inf (or too large) is no line of the shape: the usual
+    # parse takes it (it does not read it as a step either)
+    ok = np.isfinite(step_f) & (np.abs(step_f) < MAX_STEP)
+    if rank_f is not None:
+        ok &= np.isfinite(rank_f) & (np.abs(rank_f) < MAX_STEP)
+    if not ok.all():
+        starts, ends, step_f, values, walls = (starts[ok], ends[ok], step_f[ok], values[ok],
+                                               walls[ok])
+        rank_f = None if rank_f is None else rank_f[ok]
+        if not len(starts):
+            return None
+    ranks = None if rank_f is None else rank_f.astype(np.int64)
+    return Matched(shape, starts, ends, step_f.astype(np.int64), values, ranks, walls)

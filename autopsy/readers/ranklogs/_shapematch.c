@@ -1,0 +1,260 @@
+/* The compiled matcher of learned line shapes (see shapes.py).
+ *
+ * A confirmed shape is a line pattern: literal text, runs of spaces, number tokens and at
+ * most one ISO time stamp. shapes.py compiles it to a Python regular expression and reads a
+ * block with one re.split; this module reads the same block line by line in one pass and
+ * converts the captured numbers as it goes, about ten times faster.
+ *
+ * It follows only the first path the regular expression would try (every quantifier
+ * greedy, every alternative in its order) and never backtracks: a line on which that path
+ * fails is declined, and the reader parses declined lines the usual way, which gives what
+ * the shape would have given (the shape was trusted because it agrees with the usual
+ * parse). Where the first path succeeds, the regular expression returns that same path, so
+ * the lines this module accepts and their numbers are the regex's.
+ *
+ * match(data, pos, ops, ncols) -> (starts, ends, columns, stamps, stamp_width)
+ *   ops: a tuple of (kind, argument) pairs, in line order:
+ *     (0, bytes)  literal text, compared byte for byte
+ *     (1, 0|1)    a run of spaces, at least 0 or 1 long, taken whole
+ *     (2, slot)   a number, its value stored in column slot (-1: matched, not stored)
+ *     (3, 0)      an ISO time stamp, stored as text (at most STAMP_MAX bytes)
+ *   starts, ends: int64 offsets of each accepted line (end: its newline or the data's end)
+ *   columns: float64, ncols values per accepted line (row-major)
+ *   stamps: STAMP_MAX bytes per accepted line, NUL-padded; stamp_width the longest stamp
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define STAMP_MAX 26
+#define NUMBER_MAX 512 /* a longer number declines its line (the usual parse reads it) */
+
+enum { OP_LIT = 0, OP_SPACES = 1, OP_NUM = 2, OP_STAMP = 3 };
+
+typedef struct {
+    int kind;
+    long arg;
+    const char *text;
+    Py_ssize_t len;
+} Op;
+
+typedef struct {
+    char *buf;
+    Py_ssize_t len, cap;
+} Buf;
+
+static int buf_grow(Buf *b, Py_ssize_t need) {
+    if (b->len + need <= b->cap) return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + need) cap *= 2;
+    char *p = PyMem_Realloc(b->buf, (size_t)cap);
+    if (!p) { PyErr_NoMemory(); return -1; }
+    b->buf = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const void *src, Py_ssize_t n) {
+    if (buf_grow(b, n) < 0) return -1;
+    memcpy(b->buf + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static int starts_with(const char *p, const char *end, const char *word) {
+    size_t n = strlen(word);
+    return (size_t)(end - p) >= n && memcmp(p, word, n) == 0;
+}
+
+/* The number at p, as the regex's first path takes it:
+ * (?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|[-+]?(?:inf|Inf)
+ * Returns its length, 0 where no alternative matches. */
+static Py_ssize_t number_len(const char *p, const char *end) {
+    const char *q = p;
+    if (q < end && is_digit(*q)) {
+        while (q < end && is_digit(*q)) q++;
+        if (q < end && *q == '.') {
+            q++;
+            while (q < end && is_digit(*q)) q++;
+        }
+    } else if (q + 1 < end && *q == '.' && is_digit(q[1])) {
+        q++;
+        while (q < end && is_digit(*q)) q++;
+    } else {
+        if (starts_with(q, end, "nan") || starts_with(q, end, "NaN")) return 3;
+        const char *s = q;
+        if (s < end && (*s == '-' || *s == '+')) s++;
+        if (starts_with(s, end, "inf") || starts_with(s, end, "Inf")) return (s + 3) - p;
+        return 0;
+    }
+    /* the optional exponent: taken where it matches whole */
+    if (q < end && (*q == 'e' || *q == 'E')) {
+        const char *e = q + 1;
+        if (e < end && (*e == '-' || *e == '+')) e++;
+        if (e < end && is_digit(*e)) {
+            while (e < end && is_digit(*e)) e++;
+            q = e;
+        }
+    }
+    return q - p;
+}
+
+/* \d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d{1,6})? */
+static Py_ssize_t stamp_len(const char *p, const char *end) {
+    static const char form[] = "dddd-dd-ddTdd:dd:dd";
+    if (end - p < 19) return 0;
+    for (int i = 0; i < 19; i++) {
+        char f = form[i], c = p[i];
+        if (f == 'd') { if (!is_digit(c)) return 0; }
+        else if (f == 'T') { if (c != ' ' && c != 'T' && c != '_') return 0; }
+        else if (c != f) return 0;
+    }
+    const char *q = p + 19;
+    if (q + 1 < end && (*q == '.' || *q == ',') && is_digit(q[1])) {
+        const char *d = q + 1;
+        int n = 0;
+        while (d < end && n < 6 && is_digit(*d)) { d++; n++; }
+        q = d;
+    }
+    return q - p;
+}
+
+/* One line [p, end): 1 and its numbers and stamp where the first path matches it whole. */
+static int match_line(const Op *ops, Py_ssize_t nops, const char *p, const char *end,
+                      double *vals, char *stamp, Py_ssize_t *stamp_w) {
+    char tmp[NUMBER_MAX + 1];
+    for (Py_ssize_t i = 0; i < nops; i++) {
+        const Op *op = &ops[i];
+        switch (op->kind) {
+        case OP_LIT:
+            if (end - p < op->len || memcmp(p, op->text, (size_t)op->len) != 0) return 0;
+            p += op->len;
+            break;
+        case OP_SPACES: {
+            const char *q = p;
+            while (q < end && *q == ' ') q++;
+            if (q - p < op->arg) return 0;
+            p = q;
+            break;
+        }
+        case OP_NUM: {
+            Py_ssize_t n = number_len(p, end);
+            if (n <= 0 || n > NUMBER_MAX) return 0;
+            if (op->arg >= 0) {
+                memcpy(tmp, p, (size_t)n);
+                tmp[n] = '\0';
+                char *stop = NULL;
+                double v = PyOS_string_to_double(tmp, &stop, NULL);
+                if (v == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+                if (stop != tmp + n) return 0;
+                vals[op->arg] = v;
+            }
+            p += n;
+            break;
+        }
+        case OP_STAMP: {
+            Py_ssize_t n = stamp_len(p, end);
+            if (n <= 0 || n > STAMP_MAX) return 0;
+            memset(stamp, 0, STAMP_MAX);
+            memcpy(stamp, p, (size_t)n);
+            if (n > *stamp_w) *stamp_w = n;
+            p += n;
+            break;
+        }
+        default:
+            return 0;
+        }
+    }
+    return p == end; /* "$": the line's end */
+}
+
+static PyObject *match(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    Py_ssize_t pos, ncols;
+    PyObject *ops_obj;
+    if (!PyArg_ParseTuple(args, "y*nO!n", &data, &pos, &PyTuple_Type, &ops_obj, &ncols))
+        return NULL;
+    PyObject *result = NULL;
+    Op *ops = NULL;
+    double *vals = NULL;
+    Buf starts = {0}, ends = {0}, cols = {0}, stamps = {0};
+    Py_ssize_t nops = PyTuple_GET_SIZE(ops_obj);
+    int has_stamp = 0;
+    if (pos < 0 || pos > data.len || ncols < 0 || ncols > 4096) {
+        PyErr_SetString(PyExc_ValueError, "bad position or column count");
+        goto done;
+    }
+    ops = PyMem_Calloc((size_t)(nops ? nops : 1), sizeof(Op));
+    vals = PyMem_Calloc((size_t)(ncols ? ncols : 1), sizeof(double));
+    if (!ops || !vals) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < nops; i++) {
+        PyObject *item = PyTuple_GET_ITEM(ops_obj, i);
+        PyObject *arg;
+        int kind;
+        if (!PyArg_ParseTuple(item, "iO", &kind, &arg)) goto done;
+        ops[i].kind = kind;
+        if (kind == OP_LIT) {
+            char *text;
+            if (PyBytes_AsStringAndSize(arg, &text, &ops[i].len) < 0) goto done;
+            ops[i].text = text;
+        } else {
+            ops[i].arg = PyLong_AsLong(arg);
+            if (ops[i].arg == -1 && PyErr_Occurred()) goto done;
+            if ((kind == OP_NUM && ops[i].arg >= ncols) || kind < 0 || kind > OP_STAMP) {
+                PyErr_SetString(PyExc_ValueError, "bad shape operation");
+                goto done;
+            }
+            if (kind == OP_STAMP) has_stamp = 1;
+        }
+    }
+    const char *base = data.buf;
+    const char *line = base + pos, *stop = base + data.len;
+    char stamp[STAMP_MAX];
+    Py_ssize_t stamp_w = 0;
+    memset(stamp, 0, sizeof(stamp));
+    while (line <= stop) {
+        const char *nl = memchr(line, '\n', (size_t)(stop - line));
+        const char *end = nl ? nl : stop;
+        if (end > line || nl) {
+            if (match_line(ops, nops, line, end, vals, stamp, &stamp_w)) {
+                int64_t a = line - base, b = end - base;
+                if (buf_put(&starts, &a, 8) < 0 || buf_put(&ends, &b, 8) < 0
+                    || buf_put(&cols, vals, ncols * (Py_ssize_t)sizeof(double)) < 0
+                    || (has_stamp && buf_put(&stamps, stamp, STAMP_MAX) < 0))
+                    goto done;
+            }
+        }
+        if (!nl) break;
+        line = nl + 1;
+    }
+    result = Py_BuildValue("(y#y#y#y#n)", starts.buf ? starts.buf : "", starts.len,
+                           ends.buf ? ends.buf : "", ends.len, cols.buf ? cols.buf : "",
+                           cols.len, stamps.buf ? stamps.buf : "", stamps.len, stamp_w);
+done:
+    PyMem_Free(ops);
+    PyMem_Free(vals);
+    PyMem_Free(starts.buf);
+    PyMem_Free(ends.buf);
+    PyMem_Free(cols.buf);
+    PyMem_Free(stamps.buf);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"match", match, METH_VARARGS,
+     "match(data, pos, ops, ncols) -> (starts, ends, columns, stamps, stamp_width): the "
+     "lines of data from pos that a shape's operations match whole."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_shapematch",
+    "The compiled matcher of learned line shapes (see autopsy.readers.ranklogs.shapes).", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__shapematch(void) { return PyModule_Create(&module); }
