@@ -12,22 +12,22 @@
  * parse). Where the first path succeeds, the regular expression returns that same path, so
  * the lines this module accepts and their numbers are the regex's.
  *
- * match(data, pos, ops, ncols) -> (starts, ends, columns, stamps, stamp_width)
+ * match(data, pos, ops, ncols) -> (starts, ends, columns, walls)
  *   ops: a tuple of (kind, argument) pairs, in line order:
  *     (0, bytes)  literal text, compared byte for byte
  *     (1, 0|1)    a run of spaces, at least 0 or 1 long, taken whole
  *     (2, slot)   a number, its value stored in column slot (-1: matched, not stored)
- *     (3, 0)      an ISO time stamp, stored as text (at most STAMP_MAX bytes)
+ *     (3, 0)      an ISO time stamp, its wall time stored
  *   starts, ends: int64 offsets of each accepted line (end: its newline or the data's end)
  *   columns: float64, ncols values per accepted line (row-major)
- *   stamps: STAMP_MAX bytes per accepted line, NUL-padded; stamp_width the longest stamp
+ *   walls: float64 wall time of each accepted line (seconds since the epoch; NaN for an
+ *          impossible date), where the shape has a time stamp
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#define STAMP_MAX 26
 #define NUMBER_MAX 512 /* a longer number declines its line (the usual parse reads it) */
 
 enum { OP_LIT = 0, OP_SPACES = 1, OP_NUM = 2, OP_STAMP = 3 };
@@ -102,9 +102,28 @@ static Py_ssize_t number_len(const char *p, const char *end) {
     return q - p;
 }
 
-/* \d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d{1,6})? */
-static Py_ssize_t stamp_len(const char *p, const char *end) {
+/* Days since 1970-01-01 of a civil date (H. Hinnant's algorithm, as shapes._days). */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int64_t digits(const char *p, int n) {
+    int64_t v = 0;
+    for (int i = 0; i < n; i++) v = v * 10 + (p[i] - '0');
+    return v;
+}
+
+/* \d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d{1,6})? at p: its length, and its wall time in
+ * seconds since the epoch (NaN for an impossible date or time), computed in the order of
+ * shapes._stamp_walls so that both give the same double. */
+static Py_ssize_t stamp_len(const char *p, const char *end, double *wall) {
     static const char form[] = "dddd-dd-ddTdd:dd:dd";
+    static const double scale[] = {1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0, 1000000.0};
     if (end - p < 19) return 0;
     for (int i = 0; i < 19; i++) {
         char f = form[i], c = p[i];
@@ -113,18 +132,30 @@ static Py_ssize_t stamp_len(const char *p, const char *end) {
         else if (c != f) return 0;
     }
     const char *q = p + 19;
+    int nfrac = 0;
     if (q + 1 < end && (*q == '.' || *q == ',') && is_digit(q[1])) {
         const char *d = q + 1;
-        int n = 0;
-        while (d < end && n < 6 && is_digit(*d)) { d++; n++; }
+        while (d < end && nfrac < 6 && is_digit(*d)) { d++; nfrac++; }
         q = d;
+    }
+    int64_t y = digits(p, 4), mo = digits(p + 5, 2), day = digits(p + 8, 2);
+    int64_t h = digits(p + 11, 2), mi = digits(p + 14, 2), sec = digits(p + 17, 2);
+    if (mo < 1 || mo > 12 || day < 1 || day > 31 || h > 23 || mi > 59 || sec > 59) {
+        *wall = Py_NAN;
+    } else {
+        double w = (double)days_from_civil(y, mo, day) * 86400.0;
+        w = w + (double)(h * 3600);
+        w = w + (double)(mi * 60);
+        w = w + (double)sec;
+        if (nfrac) w = w + (double)digits(p + 20, nfrac) / scale[nfrac];
+        *wall = w;
     }
     return q - p;
 }
 
 /* One line [p, end): 1 and its numbers and stamp where the first path matches it whole. */
 static int match_line(const Op *ops, Py_ssize_t nops, const char *p, const char *end,
-                      double *vals, char *stamp, Py_ssize_t *stamp_w) {
+                      double *vals, double *wall) {
     char tmp[NUMBER_MAX + 1];
     for (Py_ssize_t i = 0; i < nops; i++) {
         const Op *op = &ops[i];
@@ -156,11 +187,8 @@ static int match_line(const Op *ops, Py_ssize_t nops, const char *p, const char 
             break;
         }
         case OP_STAMP: {
-            Py_ssize_t n = stamp_len(p, end);
-            if (n <= 0 || n > STAMP_MAX) return 0;
-            memset(stamp, 0, STAMP_MAX);
-            memcpy(stamp, p, (size_t)n);
-            if (n > *stamp_w) *stamp_w = n;
+            Py_ssize_t n = stamp_len(p, end, wall);
+            if (n <= 0) return 0;
             p += n;
             break;
         }
@@ -180,7 +208,7 @@ static PyObject *match(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Op *ops = NULL;
     double *vals = NULL;
-    Buf starts = {0}, ends = {0}, cols = {0}, stamps = {0};
+    Buf starts = {0}, ends = {0}, cols = {0}, walls = {0};
     Py_ssize_t nops = PyTuple_GET_SIZE(ops_obj);
     int has_stamp = 0;
     if (pos < 0 || pos > data.len || ncols < 0 || ncols > 4096) {
@@ -212,41 +240,39 @@ static PyObject *match(PyObject *self, PyObject *args) {
     }
     const char *base = data.buf;
     const char *line = base + pos, *stop = base + data.len;
-    char stamp[STAMP_MAX];
-    Py_ssize_t stamp_w = 0;
-    memset(stamp, 0, sizeof(stamp));
+    double wall = Py_NAN;
     while (line <= stop) {
         const char *nl = memchr(line, '\n', (size_t)(stop - line));
         const char *end = nl ? nl : stop;
         if (end > line || nl) {
-            if (match_line(ops, nops, line, end, vals, stamp, &stamp_w)) {
+            if (match_line(ops, nops, line, end, vals, &wall)) {
                 int64_t a = line - base, b = end - base;
                 if (buf_put(&starts, &a, 8) < 0 || buf_put(&ends, &b, 8) < 0
                     || buf_put(&cols, vals, ncols * (Py_ssize_t)sizeof(double)) < 0
-                    || (has_stamp && buf_put(&stamps, stamp, STAMP_MAX) < 0))
+                    || (has_stamp && buf_put(&walls, &wall, 8) < 0))
                     goto done;
             }
         }
         if (!nl) break;
         line = nl + 1;
     }
-    result = Py_BuildValue("(y#y#y#y#n)", starts.buf ? starts.buf : "", starts.len,
+    result = Py_BuildValue("(y#y#y#y#)", starts.buf ? starts.buf : "", starts.len,
                            ends.buf ? ends.buf : "", ends.len, cols.buf ? cols.buf : "",
-                           cols.len, stamps.buf ? stamps.buf : "", stamps.len, stamp_w);
+                           cols.len, walls.buf ? walls.buf : "", walls.len);
 done:
     PyMem_Free(ops);
     PyMem_Free(vals);
     PyMem_Free(starts.buf);
     PyMem_Free(ends.buf);
     PyMem_Free(cols.buf);
-    PyMem_Free(stamps.buf);
+    PyMem_Free(walls.buf);
     PyBuffer_Release(&data);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"match", match, METH_VARARGS,
-     "match(data, pos, ops, ncols) -> (starts, ends, columns, stamps, stamp_width): the "
+     "match(data, pos, ops, ncols) -> (starts, ends, columns, walls): the "
      "lines of data from pos that a shape's operations match whole."},
     {NULL, NULL, 0, NULL},
 };

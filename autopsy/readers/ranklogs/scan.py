@@ -54,6 +54,9 @@ from autopsy.readers.ranklogs.timestamps import parse_time
 #: ``AUTOPSY_RANKLOGS_SHAPES=0`` reads every metric line with the adapters, never by a
 #: learned line shape (:mod:`.shapes`); the results are the same, only slower.
 SHAPES_ENV = "AUTOPSY_RANKLOGS_SHAPES"
+#: Gaps between shape lines up to this long are searched for metric markers by one
+#: expression (one call per marker line); longer ones by ``bytes.find`` per marker.
+SMALL_GAP = 4096
 #: Bytes after an HF dict line searched for the tqdm bar that gives its step.
 BAR_LOOKAHEAD = 4096
 #: Longest message kept on an event row.
@@ -473,8 +476,21 @@ def _hits_around(data: bytes, fast: _Fast, events: bool = True) -> list[int]:
     shape never holds one; not searched with ``events`` false), metric markers only
     between the shape lines."""
     starts = set(hit_lines(data, EVENT_MARKERS)) if events else set()
+    search = METRIC_RE.search
     for a, b in _gaps(fast, len(data)):
-        starts.update(a + x for x in hit_lines(data[a:b], METRIC_MARKERS))
+        if b - a > SMALL_GAP:
+            starts.update(a + x for x in hit_lines(data[a:b], METRIC_MARKERS))
+            continue
+        # a short gap (a line or two between shape lines): one search of all the markers
+        # per line holding one, not one find per marker
+        m = search(data, a, b)
+        while m is not None:
+            start = data.rfind(b"\n", a, m.start()) + 1
+            starts.add(max(start, a))
+            end = data.find(b"\n", m.end(), b)
+            if end < 0:
+                break
+            m = search(data, end, b)
     return sorted(starts)
 
 

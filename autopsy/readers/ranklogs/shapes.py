@@ -439,7 +439,7 @@ def _match_compiled(fast: Any, shape: Shape, data: bytes, pos: int) -> Matched |
     import numpy as np
 
     width = len(shape.slot_of)
-    starts_b, ends_b, cols_b, stamps_b, stamp_w = fast.match(data, pos, shape.ops, width)
+    starts_b, ends_b, cols_b, walls_b = fast.match(data, pos, shape.ops, width)
     n = len(starts_b) // 8
     if n <= 0:
         return None
@@ -450,10 +450,7 @@ def _match_compiled(fast: Any, shape: Shape, data: bytes, pos: int) -> Matched |
     def num(j: int) -> Any:
         return cols[:, shape.slot_of[j]]
 
-    walls = None
-    if shape.stamp_group is not None:
-        raw = np.frombuffer(stamps_b, dtype=np.uint8).reshape(n, -1)[:, :stamp_w]
-        walls = _stamp_walls(np.ascontiguousarray(raw).view(f"S{stamp_w}").ravel())
+    walls = np.frombuffer(walls_b, dtype=np.float64) if shape.stamp_group is not None else None
     return _columns(shape, n, starts, ends, num, walls, None)
 
 
