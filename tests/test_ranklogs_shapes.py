@@ -232,3 +232,23 @@ def test_the_compiled_matcher_reads_time_stamps_as_the_expression() -> None:
     np.testing.assert_array_equal(compiled.starts, regex.starts)
     np.testing.assert_array_equal(compiled.walls, regex.walls)
     assert np.isnan(compiled.walls[-1]) and len(compiled.starts) == 7
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_compiled_marker_search_finds_the_lines_find_finds(seed: int) -> None:
+    """``_shapematch.lines_with`` gives the lines ``hit_lines_py`` gives (one find per
+    marker): markers at a line's start and end, several in a line, a one-byte marker, a
+    last line without a newline, CR and NUL bytes, an empty block."""
+    from autopsy.readers.ranklogs import markers
+
+    fast = shapes_mod._matcher()
+    assert fast is not None, "the compiled matcher (_shapematch) was not built"
+    rng = random.Random(seed)
+    pieces = [b"Traceback (most recent call last)", b"loss", b"NCCL", b"\n", b"\n", b" ",
+              b"x", b"lo", b"\r", b"\x00", b"error:", b"Error", b"12.5", b"\n\n"]
+    for markers_ in (markers.EVENT_MARKERS, markers.METRIC_MARKERS, markers.ALL_MARKERS,
+                     (b"l",), (b"loss", b"lo"), ()):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randrange(0, 3000)))
+        assert fast.lines_with(data, markers_) == markers.hit_lines_py(data, markers_)
+    assert fast.lines_with(b"", markers.ALL_MARKERS) == []
+    assert fast.lines_with(b"a\nNCCL WARN", (b"NCCL",)) == [2]

@@ -201,6 +201,7 @@ static int match_line(const Op *ops, Py_ssize_t nops, const char *p, const char 
 
 static PyObject *match(PyObject *self, PyObject *args) {
     Py_buffer data;
+    (void)self;
     Py_ssize_t pos, ncols;
     PyObject *ops_obj;
     if (!PyArg_ParseTuple(args, "y*nO!n", &data, &pos, &PyTuple_Type, &ops_obj, &ncols))
@@ -270,10 +271,70 @@ done:
     return result;
 }
 
+
+/* lines_with(data, markers) -> list of the start offsets of the lines of data holding at
+ * least one of the markers (bytes), in order: what markers.hit_lines gives, in one pass
+ * over the data instead of one find per marker. A table of the markers' first two bytes
+ * rules out almost every position at the cost of one lookup. */
+static PyObject *lines_with(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    PyObject *markers;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*O!", &data, &PyTuple_Type, &markers)) return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(markers);
+    const char **text = PyMem_Calloc((size_t)(n ? n : 1), sizeof(char *));
+    Py_ssize_t *len = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    unsigned char *pair = PyMem_Calloc(65536, 1);
+    if (!text || !len || !pair) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char *t;
+        if (PyBytes_AsStringAndSize(PyTuple_GET_ITEM(markers, i), &t, &len[i]) < 0) goto done;
+        text[i] = t;
+        if (len[i] == 1) {
+            for (int b = 0; b < 256; b++) pair[((unsigned char)t[0] << 8) | b] = 1;
+        } else if (len[i] > 1) {
+            pair[((unsigned char)t[0] << 8) | (unsigned char)t[1]] = 1;
+        }
+    }
+    out = PyList_New(0);
+    if (!out) goto done;
+    const unsigned char *base = data.buf, *stop = base + data.len, *line = base, *p = base;
+    while (p < stop) {
+        unsigned char c = *p;
+        if (c == '\n') { line = ++p; continue; }
+        unsigned next = p + 1 < stop ? p[1] : 0;
+        if (pair[(c << 8) | next]) {
+            int hit = 0;
+            for (Py_ssize_t i = 0; i < n && !hit; i++)
+                hit = len[i] > 0 && stop - p >= len[i]
+                      && memcmp(p, text[i], (size_t)len[i]) == 0;
+            if (hit) {
+                PyObject *at = PyLong_FromSsize_t(line - base);
+                if (!at || PyList_Append(out, at) < 0) { Py_XDECREF(at); Py_CLEAR(out); goto done; }
+                Py_DECREF(at);
+                const unsigned char *nl = memchr(p, '\n', (size_t)(stop - p));
+                if (!nl) break;
+                line = p = nl + 1;
+                continue;
+            }
+        }
+        p++;
+    }
+done:
+    PyMem_Free(text);
+    PyMem_Free(len);
+    PyMem_Free(pair);
+    PyBuffer_Release(&data);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"match", match, METH_VARARGS,
      "match(data, pos, ops, ncols) -> (starts, ends, columns, walls): the "
      "lines of data from pos that a shape's operations match whole."},
+    {"lines_with", lines_with, METH_VARARGS,
+     "lines_with(data, markers) -> [offset]: the starts of the lines holding a marker."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,6 +8,7 @@ are rare; metric markers are frequent but cheap to confirm.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 #: Literals that may start an event (case-sensitive, as PyTorch/NCCL write them).
 EVENT_MARKERS: tuple[bytes, ...] = (
@@ -80,7 +81,17 @@ METRIC_RE: re.Pattern[bytes] = re.compile(b"|".join(re.escape(m) for m in METRIC
 
 
 def hit_lines(block: bytes, markers: tuple[bytes, ...] = ALL_MARKERS) -> list[int]:
-    """Return the sorted start offsets of the lines of ``block`` holding a marker."""
+    """Return the sorted start offsets of the lines of ``block`` holding a marker.
+
+    The compiled search (``_shapematch.lines_with``, one pass over the block) where it was
+    built; else :func:`hit_lines_py`, which gives the same."""
+    if _COMPILED is not None:
+        return _COMPILED(block, markers)
+    return hit_lines_py(block, markers)
+
+
+def hit_lines_py(block: bytes, markers: tuple[bytes, ...] = ALL_MARKERS) -> list[int]:
+    """:func:`hit_lines` in Python: one ``bytes.find`` per marker over the block."""
     starts: set[int] = set()
     find = block.find
     rfind = block.rfind
@@ -94,3 +105,20 @@ def hit_lines(block: bytes, markers: tuple[bytes, ...] = ALL_MARKERS) -> list[in
                 break
             pos = find(marker, end)
     return sorted(starts)
+
+
+def _compiled_search() -> Any:
+    """The compiled marker search, unless not built or ``AUTOPSY_RANKLOGS_SHAPES=regex``
+    (which keeps every compiled path off)."""
+    import os
+
+    if os.environ.get("AUTOPSY_RANKLOGS_SHAPES", "").lower() == "regex":
+        return None
+    try:
+        from autopsy.readers.ranklogs._shapematch import lines_with
+    except ImportError:
+        return None
+    return lines_with
+
+
+_COMPILED = _compiled_search()

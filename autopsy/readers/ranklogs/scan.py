@@ -23,6 +23,7 @@ from autopsy.model.events import EventKind
 from autopsy.model.problem import Problem
 from autopsy.readers.progress import report
 from autopsy.readers.ranklogs import events as ev
+from autopsy.readers.ranklogs import markers as markers_mod
 from autopsy.readers.ranklogs.adapters import LineContext, flush_keras
 from autopsy.readers.ranklogs.budget import max_points, thin_columns
 from autopsy.readers.ranklogs.fastpath import Found, block_hits, marker_offsets
@@ -477,8 +478,9 @@ def _hits_around(data: bytes, fast: _Fast, events: bool = True) -> list[int]:
     between the shape lines."""
     starts = set(hit_lines(data, EVENT_MARKERS)) if events else set()
     search = METRIC_RE.search
+    compiled = markers_mod._COMPILED is not None  # one pass per gap in C: always the best
     for a, b in _gaps(fast, len(data)):
-        if b - a > SMALL_GAP:
+        if b - a > SMALL_GAP or compiled:
             starts.update(a + x for x in hit_lines(data[a:b], METRIC_MARKERS))
             continue
         # a short gap (a line or two between shape lines): one search of all the markers
