@@ -294,13 +294,16 @@ def throughput_unit(raw_tag: str) -> str | None:
 
 def all_throughput_step_times(
     run: Run, *, skip_first: int = 1, samples_per_step: float | None = None,
-    tokens_per_step: float | None = None,
+    tokens_per_step: float | None = None, lower_bound: bool = False,
 ) -> dict[int | None, StepTimes]:
     """Seconds per step from per-step throughput: ``units per step / units per second``.
 
     ``it/s`` needs nothing more; samples/s needs ``samples_per_step`` and tokens/s needs
     ``tokens_per_step`` (both for the whole job: DeepSpeed's and Megatron's throughputs
-    are global). Ranks whose throughput cannot be converted are absent.
+    are global). Ranks whose throughput cannot be converted are absent, unless
+    ``lower_bound``: then a unit whose amount per step is unknown (the batch size of a
+    samples/s, a bare ``Speed``) counts as one per step, which gives a lower bound of
+    every step time (a step processes at least one unit) with the true relative changes.
     """
     df = run.scalars
     if df.empty:
@@ -313,6 +316,9 @@ def all_throughput_step_times(
     for raw in sorted({str(r) for r in df.loc[mask, "raw_tag"].unique()}):
         unit = throughput_unit(raw)
         amount = per_unit.get(unit) if unit else None
+        bound = ""
+        if (not amount or not math.isfinite(amount) or amount <= 0) and lower_bound:
+            amount, bound = 1.0, ", one unit per step: a lower bound"
         if not amount or not math.isfinite(amount) or amount <= 0:
             continue
         sub = df[mask & (df["raw_tag"] == raw).to_numpy(dtype=bool)]
@@ -322,8 +328,8 @@ def all_throughput_step_times(
             if len(rate) >= 2 and rank not in out:
                 seconds = amount / rate
                 ones = pd.Series(1, index=seconds.index, dtype="int64")
-                out[rank] = StepTimes(rank, f"throughput ({raw})", seconds.astype("float64"),
-                                      ones, None)
+                out[rank] = StepTimes(rank, f"throughput ({raw}{bound})",
+                                      seconds.astype("float64"), ones, None)
     return out
 
 

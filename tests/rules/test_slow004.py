@@ -32,3 +32,42 @@ def test_stalls_do_not_make_a_trend_near_miss_passes() -> None:
 def test_noise_on_a_tiny_cpu_run_passes() -> None:
     d = diagnose(autopsy.load_run(SAMPLE / "chance_level_classifier"))
     assert all(f.code != "SLOW004" for f in d.findings)  # 4 -> 14 ms: under min_lost_s
+
+
+def _speedometer(tmp_path: Path, speeds: list[float], unit: str = "samples/sec") -> Path:
+    """An MXNet ``Speedometer`` log (the message format of mxnet.callback.Speedometer:
+    ``Epoch[e] Batch [b]\\tSpeed: X samples/sec\\tTrain-<metric>=V``), 20 batches apart."""
+    lines = []
+    for i, speed in enumerate(speeds):
+        e, b = divmod(i, 5)
+        lines.append(f"Epoch[{e}] Batch [{(b + 1) * 20}]\tSpeed: {speed:.2f} {unit}\t"
+                     f"Train-CrossEntropy={2.0 * 0.98 ** i:.6f}")
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_printed_throughput_that_halves_at_the_end_is_a_slowdown(tmp_path: Path) -> None:
+    speeds = [95.7, 94.5, 94.3, 90.3, 89.8, 96.1, 93.0, 98.0, 46.5, 23.5]
+    d = diagnose(autopsy.load_run(_speedometer(tmp_path, speeds)))
+    (f,) = [f for f in d.findings if f.code == "SLOW004"]
+    assert f.severity is Severity.ERROR and f.cause == "slowing_down"
+    assert f.evidence[0].numbers["points"] == 2 and f.evidence[0].numbers["slowdown"] > 3.5
+    assert d.verdict.family.value == "slow"
+
+
+def test_one_slow_printed_interval_at_the_end_near_miss_passes(tmp_path: Path) -> None:
+    speeds = [95.7, 94.5, 94.3, 90.3, 89.8, 96.1, 93.0, 98.0, 94.0, 40.0]
+    d = diagnose(autopsy.load_run(_speedometer(tmp_path, speeds)))
+    assert all(f.code != "SLOW004" for f in d.findings)
+
+
+def test_a_throughput_without_a_batch_size_gives_the_trend(tmp_path: Path) -> None:
+    """A samples/sec with no batch size in sight: one sample per step bounds every step
+    time from below, and the relative slowdown is the throughput's."""
+    speeds = list(1 / np.linspace(1.1, 10.0, 30))  # seconds per sample growing steadily
+    d = diagnose(autopsy.load_run(_speedometer(tmp_path, speeds)))
+    (f,) = [f for f in d.findings if f.code == "SLOW004"]
+    assert f.severity is Severity.ERROR and f.evidence[0].numbers["rel_change"] > 3
+    assert "lower bound" in f.evidence[0].summary or "lower bound" in (f.evidence[0].source
+                                                                         or "")

@@ -65,6 +65,26 @@ def throughput_times(run: Run, ctx: RuleContext) -> dict[int | None, StepTimes]:
                                                      samples_per_step=_global_batch(run)))
 
 
+def speed_times(run: Run, ctx: RuleContext) -> dict[int | None, StepTimes]:
+    """Step times from throughput tags for relative measures (a trend, a drop), once: a
+    unit whose amount per step is unknown counts as one, a lower bound of every step."""
+    skip = int(ctx["skip_first"])
+    return _cached(ctx, ("slow.speed_times", skip),  # type: ignore[return-value]
+                   lambda: all_throughput_step_times(run, skip_first=skip,
+                                                     samples_per_step=_global_batch(run),
+                                                     lower_bound=True))
+
+
+def trend_times(run: Run, ctx: RuleContext, rank: int | None = None) -> StepTimes | None:
+    """The step times a trend is fitted to: an explicit tag, else the throughput the run
+    printed, else wall-time deltas. The throughput comes before the wall clock here: a
+    framework measures it over the steps it timed (evaluation and checkpoint pauses left
+    out), while wall deltas between log lines take in those pauses and depend on the step
+    numbers the reader inferred (``[Epoch e][Batch b]`` logs without the epoch length)."""
+    return (_pick(tag_times(run, ctx), rank) or _pick(speed_times(run, ctx), rank)
+            or _pick(wall_times(run, ctx), rank))
+
+
 def lags(run: Run, ctx: RuleContext) -> pd.DataFrame:
     """:func:`arrival_lags` of the run, computed once."""
     return _cached(ctx, ("slow.lags",),  # type: ignore[return-value]

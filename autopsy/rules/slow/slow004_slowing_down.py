@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import pandas as pd
+
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
-from autopsy.rules.slow._slow import reference_times, seconds
+from autopsy.rules.slow._slow import seconds, trend_times
 from autopsy.rules.slow._stalls import run_stalls
 from autopsy.rules.slow.thresholds import SLOW004
-from autopsy.signals.steptime import summarize
+from autopsy.signals.steptime import StepTimes, summarize
 
 
 @rule(
@@ -50,12 +53,33 @@ def slowing_down(run: Run, ctx: RuleContext) -> Finding | None:
         dynamic dimensions for ``torch.compile``; check GPU clocks and temperature
         (``nvidia-smi -q -d PERFORMANCE``).
 
+        Also, where the times come from the throughput the run printed: the last
+        ``tail_points`` or more throughputs are all at most 1/``tail_ratio`` of the
+        median of at least ``tail_min_before`` before them (the run ends at half its
+        speed or worse), trend or not.
+
+        The step times are an explicit step-time tag, else the printed throughput (a
+        samples/s without the batch size counts one sample per step: a lower bound of
+        every step time, with the true relative change), else wall-clock deltas.
+
     Evidence shown:
         The fitted step time at the start and the end, the slope and its
         confidence interval, and the step from which the run was noticeably slower.
     """
-    times = reference_times(run, ctx)
-    if times is None or len(times.seconds) < int(ctx["min_points"]) or not times.reliable:
+    times = trend_times(run, ctx)
+    if times is None or not times.reliable:
+        return None
+    found = _trend_finding(run, ctx, times)
+    if found is None and times.origin.startswith("throughput"):
+        drop = _tail_drop(times.seconds, ctx)
+        if drop is not None:
+            return _tail_finding(ctx, times.source or times.origin, times.origin, *drop)
+    return found
+
+
+def _trend_finding(run: Run, ctx: RuleContext, times: StepTimes) -> Finding | None:
+    """The finding for step times whose Theil-Sen trend rises (see :func:`slowing_down`)."""
+    if len(times.seconds) < int(ctx["min_points"]):
         return None
     stalls = run_stalls(run, ctx)
     stats = summarize(times.seconds, exclude=stalls.stalls.steps if stalls else ())
@@ -86,7 +110,8 @@ def slowing_down(run: Run, ctx: RuleContext) -> Finding | None:
         severity=severity, confidence=0.75 if severity is Severity.ERROR else 0.55,
         cause="slowing_down", step=step,
         evidence=[Evidence(
-            summary=f"Theil-Sen fit of the step time: {seconds(tr.start)} at step {first} "
+            summary=f"Theil-Sen fit of the step time ({times.origin}): {seconds(tr.start)} at "
+                    f"step {first} "
                     f"-> {seconds(tr.end)} at step {last}; slope {tr.slope * 1000:.3g} ms per "
                     f"step (95% CI {tr.low * 1000:.3g}..{tr.high * 1000:.3g}), median "
                     f"{seconds(stats.median)} over {stats.n} steps",
@@ -99,4 +124,46 @@ def slowing_down(run: Run, ctx: RuleContext) -> Finding | None:
                 "pad or bucket sequence lengths; with torch.compile mark dynamic dimensions "
                 "to stop recompiling",
                 "check GPU clocks and temperature (nvidia-smi -q -d PERFORMANCE,TEMPERATURE)"],
+    )
+
+
+def _tail_drop(secs: pd.Series, ctx: RuleContext) -> tuple[pd.Series, float] | None:
+    """The final stretch of step times at least ``tail_ratio`` x the median before it."""
+    values = secs.to_numpy(dtype="float64")
+    n_before = int(ctx["tail_min_before"])
+    if len(values) < n_before + int(ctx["tail_points"]):
+        return None
+    k = 0  # the longest final stretch all slow against the median of the points before it
+    for n in range(1, len(values) - n_before + 1):
+        if not (values[-n:] >= ctx["tail_ratio"] * float(np.median(values[:-n]))).all():
+            break
+        k = n
+    if k < int(ctx["tail_points"]):
+        return None
+    pace = float(np.median(values[:len(values) - k]))
+    return secs.iloc[len(values) - k:], pace
+
+
+def _tail_finding(ctx: RuleContext, source: str, origin: str, tail: pd.Series,
+                  pace: float) -> Finding:
+    """The finding for a run that ended at a fraction of its speed."""
+    first, last = int(tail.index[0]), int(tail.index[-1])
+    worst = float(tail.max()) / pace
+    return ctx.finding(
+        message=f"The run slowed down sharply at the end: its last {len(tail)} printed "
+                f"throughputs (steps {first}-{last}) are {float(tail.min()) / pace:.2g}-"
+                f"{worst:.2g}x slower per step than its median pace before; it did not recover.",
+        severity=Severity.ERROR, confidence=0.6, cause="slowing_down", step=first,
+        evidence=[Evidence(
+            summary=f"{origin}: step time {seconds(pace)} (median before step {first}) -> "
+                    + ", ".join(f"{seconds(float(v))} at step {int(s)}"
+                                for s, v in tail.items()),
+            source=source, steps=(first, last),
+            numbers={"pace_s": round(pace, 6), "last_s": round(float(tail.iloc[-1]), 6),
+                     "slowdown": round(worst, 3), "points": len(tail)})],
+        advice=["check what else ran on the host or the GPU when it slowed (nvidia-smi, top): "
+                "another job, a throttling GPU (nvidia-smi -q -d PERFORMANCE,TEMPERATURE), "
+                "swapping",
+                "watch host and GPU memory across the run: a steady rise is a leak",
+                "log loss.item() rather than the tensor; clear metric buffers and caches"],
     )

@@ -125,6 +125,18 @@ SLOW004: dict[str, Threshold] = {
     "min_points": Threshold(10, (
         "At least 10 step times (stalls left out) for the Theil-Sen trend and its 95% "
         "confidence interval: with fewer, the interval is too wide to show a rise.")),
+    "tail_ratio": Threshold(2.0, (
+        "A run whose printed throughput ends at half its median before (each step at least "
+        "twice as long) slowed down sharply at the end, trend or not: half the speed is what "
+        "a practitioner calls a slowdown (a throttling GPU, another job on the device, "
+        "swapping), well beyond the few-percent wander of a throughput meter.")),
+    "tail_points": Threshold(2, (
+        "At least the last 2 printed throughputs that slow: one slow interval is a hiccup (a "
+        "checkpoint written in it, a busy host), two in a row that the run did not recover "
+        "from are a new pace.")),
+    "tail_min_before": Threshold(5, (
+        "At least 5 printed throughputs before the drop, whose median is the run's own "
+        "pace: with fewer, the warm-up is the pace.")),
     **SKIP_FIRST,
     **{k: v for k, v in STALLS.items() if k in ("ratio", "min_extra_s", "min_score", "min_count")},
 }
