@@ -389,3 +389,35 @@ def test_vits_epoch_time_lines(tmp_path: Path) -> None:
         "2023-05-04 08:32:44,031\t44k\tINFO\t====> Epoch: 6019, cost 53049.93 s\n"
         "2023-05-04 08:32:58,036\t44k\tINFO\t====> Epoch: 6020, cost 14.01 s\n"))
     assert _same(_series(s, "step_time"), [(6019, 53049.93), (6020, 14.01)])
+
+
+def test_epoch_summaries_beside_batch_lines_and_their_evaluation(tmp_path: Path) -> None:
+    """A Python ``logging`` script printing ``Epoch e, Batch i/n, Loss: x`` lines, then the
+    epoch's ``Epoch e Training - Loss: ...`` and ``Epoch e Validation - Loss: ...``
+    summaries (the lines of a public RF-classifier log): the summaries sit at the epoch's
+    last batch on the batch lines' scale (no false restart at every epoch, even once the
+    batch lines are read by a learned shape), and the validation line gives eval tags."""
+    lines = []
+    for e in range(1, 9):
+        stamp = f"2025-07-05 12:57:{10 + e:02d},695 - __main__ - INFO - "
+        lines.append(f"{stamp}Epoch {e}, Batch 0/8, Loss: {2.0 / e:.4f}")
+        lines.append(f"{stamp}Epoch {e} Training - Loss: {1.9 / e:.4f}, Mod Acc: 0.9, "
+                     f"Jam Acc: 0.8, Time: 0.5s")
+        lines.append(f"{stamp}Epoch {e} Validation - Loss: {18.0 + e:.4f}, Mod Acc: 0.0000, "
+                     f"Mod F1: 0.0000, Jam Acc: 0.2920")
+    s = _read(tmp_path, "\n".join(lines) + "\n")
+    assert set(s["segment"]) == {0}  # one launch
+    evals = _series(s, "eval_loss")
+    assert [step for step, _ in evals] == [e * 8 + 7 for e in range(1, 9)]
+    assert evals[0][1] == pytest.approx(19.0)
+    losses = _series(s, "loss")
+    assert (8, 2.0) in losses and (15, 1.9) in losses and (71, pytest.approx(1.9 / 8)) in losses
+
+
+def test_an_evaluation_named_beside_its_epoch(tmp_path: Path) -> None:
+    text = ("Epoch [3/10] Test loss: 0.5 acc: 0.9\n"
+            "Val epoch 4 has acc 0.249 and loss 1.386\n"
+            "[2026-01-01 10:00:00] [test.py:12] Epoch 5 loss: 0.3\n")
+    s = _read(tmp_path, text)
+    assert _series(s, "loss") == [(5, 0.3)]  # a module named test.py is no evaluation
+    assert [step for step, _ in _series(s, "eval_loss")] == [3, 4]

@@ -73,3 +73,16 @@ def test_near_miss_passes_on_a_plateau_near_ln2_that_still_moves() -> None:
 
     d = diagnose(synthetic_run({"loss": [0.9, 0.8, 0.75, 0.7, 0.6934, 0.6929, 0.6933, 0.693]}))
     assert all(f.code != "FLAT004" for f in d.findings)
+
+
+def test_fires_on_an_eval_loss_at_ln4_when_no_training_loss_is_logged() -> None:
+    """A run that logs only its evaluations (``Val epoch N has acc 0.249 and loss 1.386``,
+    a four-way multiple-choice model) judged on the eval loss, and says so."""
+    from runs import synthetic_run
+
+    from autopsy.api import diagnose
+
+    d = diagnose(synthetic_run({"eval_loss": [1.3863, 1.3863, 1.3863, 1.3863, 1.3863]}))
+    assert (d.verdict.code, d.verdict.cause) == ("FLAT004", "chance_level")
+    (f,) = [f for f in d.findings if f.code == "FLAT004"]
+    assert f.evidence[0].tag == "eval_loss" and "no training loss" in f.evidence[0].summary

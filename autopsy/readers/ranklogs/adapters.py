@@ -102,6 +102,10 @@ class LineContext:
     bar_last: int = -1
     bar_total: int = 0
     train_step: int | None = None
+    #: the epoch, global step and epoch length (None when not given) of the last ``epoch +
+    #: position`` line (``Epoch 3, Batch 40/80``): an epoch summary (``Epoch 3 Training -
+    #: Loss: ...``) is stepped on the same scale as the batch lines, not at the epoch number
+    pos_last: tuple[int, int, int | None] | None = None
     #: key/value lines of a pretty-printed JSON object seen so far, and the last line's number
     json_pending: list[tuple[str, float]] | None = None
     json_line: int = -10
@@ -339,6 +343,13 @@ _WORDS_LOSS = re.compile(r"(?<![\w])((?:(?i:total|train|training|val|valid|valid
 #: A line that starts with its phase and a counter: ``Train 3, loss: ...``, ``Test 3: ...``.
 _PHASE_STEP = re.compile(r"(?i)^\W*(train(?:ing)?|test(?:ing)?|val(?:id(?:ation)?)?|"
                          r"eval(?:uation)?)\s*[:#]?\s*(?:epoch\s*)?(\d+)\b")
+#: An evaluation phase named right beside the step marker: ``Epoch 3 Validation - Loss: ...``,
+#: ``Epoch [3/10] Test loss: ...``, ``Validation epoch 3: loss ...``, ``Eval step 200 ...``.
+_PHASE_BESIDE = re.compile(
+    r"(?i)\b(?:epoch|iter(?:ation)?|step)\s*[:#]?\s*\[?\s*\d+(?:\s*/\s*\d+)?\s*[\])]?\s*"
+    r"[-:|,]?\s*\(?(?:val|valid|validation|eval|evaluation|test|testing)\b(?!_)"
+    r"|\b(?:val|valid|validation|eval|evaluation|test|testing)\s*[-:|,]?\s*"
+    r"(?:epoch|iter(?:ation)?|step)\s*[:#]?\s*\[?\s*\d")
 
 
 def _generic_step(text: str) -> int | None:
@@ -501,10 +512,19 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
     ei = epoch_position(text)  # an iteration or batch counted within the epoch
     step = _epoch_position(ei, ctx) if ei else _generic_step(text)
     stateless = ei is None or ei.group(3) is not None
+    if ei is not None and step is not None:
+        ctx.pos_last = (int(ei.group(1)), step, int(ei.group(3)) if ei.group(3) else None)
     if step is None:
         e = _EPOCH_MARKER.search(text)
         if e is not None:
             step = int(e.group(1))
+            if ctx.pos_last is not None:  # the summary of an epoch whose batches were logged:
+                stateless = False         # at the epoch's last batch, e x n + n - 1 (the
+                _, at, n = ctx.pos_last   # batch lines may be read by a shape, past ctx)
+                if n:
+                    step = step * n + n - 1
+                elif ctx.pos_last[0] == step:
+                    step = at
         elif ctx.keras_epoch is not None:  # "Epoch 3/25" on its own line, then
             step = ctx.keras_epoch         # "train Loss: 0.57 Acc: 0.69" (PyTorch tutorial)
             stateless = False
@@ -515,6 +535,8 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
             step = int(phase.group(2))
             if phase.group(1).lower().startswith(("test", "val", "eval")):
                 evaluation = True
+    if not evaluation and _PHASE_BESIDE.search(text):
+        evaluation = True  # "Epoch 3 Validation - Loss: 0.41": the line of an evaluation
     text = _THOUSANDS.sub("", text)
     uniq: list[tuple[str, float]] = []
     taken: set[int] = set()  # start offsets of values already used

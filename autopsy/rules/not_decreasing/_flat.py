@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -83,15 +83,18 @@ class FlatLoss:
     regime: Regime
     chance: Chance | None
     cause: str | None
+    #: the series judged: the training loss, else (none logged) the eval loss
+    tag: str = "loss"
 
     def loss_evidence(self) -> Evidence:
         """The flat loss as evidence."""
         p = self.plateau
+        what = "loss" if self.tag == "loss" else f"{self.tag} (no training loss logged)"
         return Evidence(
-            summary=f"loss flat at {self.level:.6g} over {self.n} points, steps "
+            summary=f"{what} flat at {self.level:.6g} over {self.n} points, steps "
                     f"{self.first_step}-{self.last_step} (initial {self.initial:.6g}, "
                     f"change {p.rel_change:+.1%}, noise {p.noise:.1%})",
-            tag="loss", steps=(self.first_step, self.last_step),
+            tag=self.tag, steps=(self.first_step, self.last_step),
             numbers={"initial": self.initial, "level": self.level, "start_level": p.start_level,
                      "end_level": p.end_level, "rel_change": p.rel_change, "points": self.n},
         )
@@ -228,8 +231,17 @@ def _stuck_tail(run: Run, loss: Any, t: Mapping[str, Any]) -> FlatLoss | None:
 def flat_loss(run: Run, t: Mapping[str, Any]) -> FlatLoss | None:
     """The flat-loss analysis, with its cause; None when the loss is not flat near its start
     and has not stopped changing at its end (:func:`_stuck_tail`)."""
-    loss = run.series("loss")
-    return _flat_plateau(run, loss, t) or _stuck_tail(run, loss, t)
+    tag = judged_loss(run)
+    loss = run.series(tag)
+    found = _flat_plateau(run, loss, t) or _stuck_tail(run, loss, t)
+    return replace(found, tag=tag) if found is not None and tag != "loss" else found
+
+
+def judged_loss(run: Run) -> str:
+    """The loss the flat rules judge: the training loss, else the eval loss (a run that
+    logs only its evaluations, ``Val epoch 3 has acc 0.25 and loss 1.386``)."""
+    loss = run.series("loss").to_numpy(dtype=float)
+    return "loss" if np.isfinite(loss).any() or not run.has("eval_loss") else "eval_loss"
 
 
 def _flat_plateau(run: Run, loss: Any, t: Mapping[str, Any]) -> FlatLoss | None:

@@ -15,7 +15,7 @@ from autopsy.rules.registry import rule
     name="chance-level",
     family=Family.NOT_DECREASING,
     causes=("chance_level",),
-    requires=("loss",),
+    requires=("loss|eval_loss",),
     thresholds=FLAT,
 )
 def chance_level(run: Run, ctx: RuleContext) -> Finding | None:

@@ -39,7 +39,7 @@ def _unknowns(flat: FlatLoss) -> tuple[list[str], list[str]]:
     code="FLAT005",
     name="loss-flat",
     family=Family.NOT_DECREASING,
-    requires=("loss",),
+    requires=("loss|eval_loss",),
     thresholds=FLAT,
 )
 def loss_flat(run: Run, ctx: RuleContext) -> Finding | None:
