@@ -1,7 +1,9 @@
 """The overfitting family's thresholds: one place, each with why it has its value.
 
 OVF001 calls a run overfitting when the eval loss rises after its minimum while the
-training loss keeps falling (a training loss rising too is a divergence, DIV001).
+training loss keeps falling (a training loss rising too is a divergence, DIV001); OVF002
+when a run without an eval loss sees its eval accuracy fall after its best while the
+training improves.
 """
 
 from __future__ import annotations
@@ -34,4 +36,18 @@ OVF001: dict[str, Threshold] = {
         "The eval loss above 1.0 (about 37% probability, e^-1, on the right answer) while the "
         "training loss is below memorised_train: the model knows its training set by heart "
         "and does not generalise.")),
+}
+
+#: OVF002 eval-accuracy-falling.
+OVF002: dict[str, Threshold] = {
+    "min_evals": Threshold(3, (
+        "At least 3 finite evals (of the accuracy; OVF002 stands aside when as many eval "
+        "losses are logged, OVF001 judges those): a best and at least two after it.")),
+    "min_falling_evals": Threshold(2, (
+        "At least 2 evals after the best, every one below it: one eval below the best is "
+        "noise, two in a row that never come back are a trend.")),
+    "rel_drop": Threshold(0.05, (
+        "The last eval at least 5% (relative) below the best: the binomial noise of an "
+        "accuracy on a few thousand eval examples is about 1-2% relative at 40-90% "
+        "accuracy, so 5% is well beyond what a re-draw of the eval set would move.")),
 }
