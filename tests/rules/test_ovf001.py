@@ -147,3 +147,31 @@ def test_fires_past_a_lucky_minimum_when_the_later_evals_trend_up() -> None:
     evals = [1.45, 1.40, 1.41, 0.95, *np.linspace(1.1, 1.8, 16)]
     (f,) = _ovf001(_epochs(evals, list(np.geomspace(1.7, 0.2, 20))))
     assert f.step == 4
+
+
+def _epochs(evals: list[float], train: list[float]) -> Run:
+    steps = range(1, len(evals) + 1)
+    return synthetic_run({"eval_loss": dict(zip(steps, evals, strict=True)),
+                          "loss": dict(zip(steps, train, strict=True))})
+
+
+def test_fires_on_an_eval_loss_that_never_came_back_and_drifts_up() -> None:
+    """Per-epoch values of a small-data classifier (the shape of the public LeNet/Pokemon
+    history): the eval loss bottoms out at epoch 8, stays 2-10% above it for 8 epochs and
+    drifts up, never 10% above for two evals in a row, while the train loss falls by 40%."""
+    evals = [4.4, 3.6, 3.3, 3.1, 2.9, 2.8, 2.7, 2.61, 2.67, 2.71, 2.73, 2.63, 2.71, 2.74, 2.80,
+             2.86]
+    train = [4.8, 3.9, 3.4, 3.1, 2.9, 2.6, 2.3, 1.90, 1.80, 1.70, 1.62, 1.55, 1.45, 1.35, 1.25,
+             1.15]
+    (f,) = _ovf001(_epochs(evals, train))
+    assert f.step == 8 and f.cause == "overfitting"
+
+
+def test_near_miss_a_lucky_minimum_then_a_flat_plateau_passes() -> None:
+    """A converged binary classifier (the shape of the public ResNet18 crocodile log): one
+    lucky low eval, then a flat eval loss 5-12% above it while the train loss still creeps
+    down: a plateau, not overfitting."""
+    rng = np.random.default_rng(3)
+    evals = [0.087, 0.07, 0.06, 0.0487, *(0.053 + rng.uniform(-0.004, 0.004, 20))]
+    train = [0.21, 0.12, 0.08, 0.06, *np.linspace(0.055, 0.04, 20)]
+    assert _ovf001(_epochs(evals, train)) == []

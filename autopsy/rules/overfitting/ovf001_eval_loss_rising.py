@@ -44,6 +44,14 @@ def eval_loss_rising(run: Run, ctx: RuleContext) -> Finding | None:
         ``memorised_train`` while eval loss is above ``memorised_eval``" is
         called out: the model has memorised its training set.
 
+        Also when the eval loss never came back to its minimum: the last
+        ``stale_evals`` evals or more (at least ``stale_share`` of all) all after the
+        minimum, their median ``stale_rise`` above it and their Theil-Sen trend rising
+        (its interval above 0: a flat plateau after a lucky minimum is a converged run),
+        while the training loss fell by at least ``stale_train_drop`` from the best step to
+        the end (the noisy-floor guard above still applies): early stopping's "no
+        improvement for its patience", with the eval loss drifting away.
+
     Why it happens:
         The model has more capacity than the training data can constrain: too
         few examples, too many epochs over them, noisy labels it learns by heart,
@@ -76,8 +84,11 @@ def eval_loss_rising(run: Run, ctx: RuleContext) -> Finding | None:
     after = values[best_i:]
     # a steady climb: every eval after the minimum above the one before it
     steady = len(after) > ctx["min_rising_evals"] + 1 and bool((np.diff(after) > 0).all())
+    stale = False  # the eval loss never came back to its best while the train loss fell on
     if last < bar or (above < ctx["min_rising_evals"] and not steady):
-        return None
+        stale = _stale(values, best_i, ctx)
+        if not stale:
+            return None
     # ...and a rise, not the wander of a noisy floor whose minimum was its luckiest eval:
     # the evals after the minimum sit above those before it (as many as after), unless
     # the eval loss was clearly falling into its minimum (then those are the descent)
@@ -94,9 +105,14 @@ def eval_loss_rising(run: Run, ctx: RuleContext) -> Finding | None:
     rising = trend is not None and trend.low > 0
     if len(before) > ctx["min_rising_evals"] and not (falling or above_floor or rising):
         return None
+    if stale and not rising:
+        return None  # a stale eval loss that does not drift up is a plateau: converged
     train_best, train_end = _train_levels(run, best_step, int(ctx["train_points"]))
     if train_best is not None and train_end is not None and train_end >= train_best:
         return None  # train loss rising too: divergence, not overfitting
+    if stale and (train_best is None or train_end is None or train_best <= 0
+                  or (train_best - train_end) / train_best < ctx["stale_train_drop"]):
+        return None  # a stale eval loss is overfitting only beside a training loss still falling
 
     last_step = int(steps[-1])
     rise = (last - best) / abs(best) if best else float("inf")
@@ -141,6 +157,16 @@ def eval_loss_rising(run: Run, ctx: RuleContext) -> Finding | None:
         step=best_step, evidence=evidence,
         advice=_advice(run, best_step, best, keep, wd.value if wd else None),
     )
+
+
+def _stale(values: np.ndarray, best_i: int, ctx: RuleContext) -> bool:
+    """The eval loss stayed above its best for the last ``stale_evals`` evals or more (at
+    least ``stale_share`` of all), their median ``stale_rise`` above it: what early stopping
+    calls no improvement for its patience."""
+    after = values[best_i + 1:]
+    best = float(values[best_i])
+    return (len(after) >= ctx["stale_evals"] and len(after) >= ctx["stale_share"] * len(values)
+            and best > 0 and float(np.median(after)) >= best * (1 + ctx["stale_rise"]))
 
 
 def _train_levels(run: Run, best_step: int, points: int) -> tuple[float | None, float | None]:

@@ -38,6 +38,23 @@ OVF001: dict[str, Threshold] = {
         "and does not generalise.")),
 }
 
+#: OVF001's second reading: an eval loss that never came back to its minimum.
+OVF001.update({
+    "stale_evals": Threshold(5, (
+        "At least 5 evals after the minimum, none back at it: the patience practitioners give "
+        "early stopping (Keras and HF examples use 3-10); fewer is the wander of a plateau.")),
+    "stale_share": Threshold(0.25, (
+        "Those evals are at least a quarter of all: a minimum near the end of a long run is "
+        "a run still converging, not one that went on past its best.")),
+    "stale_rise": Threshold(0.03, (
+        "Their median at least 3% above the minimum: the eval loss sits clearly off its best, "
+        "not level with it.")),
+    "stale_train_drop": Threshold(0.2, (
+        "While the training loss fell by at least 20% from the best step to the end: the "
+        "model keeps fitting its training set (a gap that widens) while the eval loss does "
+        "not follow; a training loss that barely moves is a converged run, not overfitting.")),
+})
+
 #: OVF002 eval-accuracy-falling.
 OVF002: dict[str, Threshold] = {
     "min_evals": Threshold(3, (
