@@ -421,3 +421,22 @@ def test_an_evaluation_named_beside_its_epoch(tmp_path: Path) -> None:
     s = _read(tmp_path, text)
     assert _series(s, "loss") == [(5, 0.3)]  # a module named test.py is no evaluation
     assert [step for step, _ in _series(s, "eval_loss")] == [3, 4]
+
+
+def test_lines_of_runs_of_spaces_cost_linear_time(tmp_path: Path) -> None:
+    """A step marker or phase word followed by tens of thousands of spaces or tabs (a
+    hostile or broken log) is read in linear time: no pattern of the generic adapter may
+    let two ``\\s*`` share one run of spaces (that made such a line cost minutes). The guard
+    is a hang guard (a subprocess with a generous timeout), not a speed goal."""
+    import subprocess
+    import sys
+
+    pad = " " * 60_000
+    lines = [f"Epoch 1{pad}x", f"epoch{pad}x", f"train{pad}x", f"val - epoch {pad}x",
+             f"Epoch 2{pad}\tValidation - Loss: 0.5", "step 3 loss 0.25"]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "autopsy", "timeline", str(log), "--format",
+                           "csv"], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "3,loss,loss,0.25" in proc.stdout

@@ -332,7 +332,7 @@ _STEP_MARKERS = (
     re.compile(r"(?i)(?:^|[^\w/])(?:step|steps|updates?|num_updates)\s*[:=#]?\s*(\d+)\b"),
     re.compile(r"(?i)(?:^|[^\w])(?:iter|iteration|it|batch)\s*[:=#]?\s*\[?\s*(\d+)\b"),
 )
-_EPOCH_MARKER = re.compile(r"(?i)(?:^|[^\w])(?:epoch|ep|e)\s*[:=#]?\s*\[?\s*(\d+)\b")
+_EPOCH_MARKER = re.compile(r"(?i)(?:^|[^\w])(?:epoch|ep|e)\s*(?:[:=#]\s*)?(?:\[\s*)?(\d+)\b")
 #: Multi-word keys ending in loss (``Total Loss 2.6``, ``Train Loss: 0.3``).
 _WORDS_LOSS = re.compile(r"(?<![\w])((?:(?i:total|train|training|val|valid|validation|test|"
                          r"eval|avg|average|mean|running|epoch|batch|lm|cls|reg)[ _])?"
@@ -342,14 +342,17 @@ _WORDS_LOSS = re.compile(r"(?<![\w])((?:(?i:total|train|training|val|valid|valid
 
 #: A line that starts with its phase and a counter: ``Train 3, loss: ...``, ``Test 3: ...``.
 _PHASE_STEP = re.compile(r"(?i)^\W*(train(?:ing)?|test(?:ing)?|val(?:id(?:ation)?)?|"
-                         r"eval(?:uation)?)\s*[:#]?\s*(?:epoch\s*)?(\d+)\b")
+                         r"eval(?:uation)?)\s*(?:[:#]\s*)?(?:epoch\s*)?(\d+)\b")
 #: An evaluation phase named right beside the step marker: ``Epoch 3 Validation - Loss: ...``,
 #: ``Epoch [3/10] Test loss: ...``, ``Validation epoch 3: loss ...``, ``Eval step 200 ...``.
+#: Each optional separator takes the spaces after it, so no two ``\s*`` can share a run of
+#: spaces (a line of ``epoch 1`` and thousands of spaces costs linear time, not a blow-up).
+_PHASES = r"(?:val|valid|validation|eval|evaluation|test|testing)"
+_MARKERS = r"(?:epoch|iter(?:ation)?|step)"
 _PHASE_BESIDE = re.compile(
-    r"(?i)\b(?:epoch|iter(?:ation)?|step)\s*[:#]?\s*\[?\s*\d+(?:\s*/\s*\d+)?\s*[\])]?\s*"
-    r"[-:|,]?\s*\(?(?:val|valid|validation|eval|evaluation|test|testing)\b(?!_)"
-    r"|\b(?:val|valid|validation|eval|evaluation|test|testing)\s*[-:|,]?\s*"
-    r"(?:epoch|iter(?:ation)?|step)\s*[:#]?\s*\[?\s*\d")
+    r"(?i)\b" + _MARKERS + r"\s*(?:[:#]\s*)?(?:\[\s*)?\d+(?:/\s*\d+\s*|\s+/\s*\d+\s*|\s*)"
+    r"(?:[\])]\s*)?(?:[-:|,]\s*)?(?:\(\s*)?" + _PHASES + r"\b(?!_)"
+    r"|\b" + _PHASES + r"\s*(?:[-:|,]\s*)?" + _MARKERS + r"\s*(?:[:#]\s*)?(?:\[\s*)?\d")
 
 
 def _generic_step(text: str) -> int | None:
