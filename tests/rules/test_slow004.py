@@ -71,3 +71,21 @@ def test_a_throughput_without_a_batch_size_gives_the_trend(tmp_path: Path) -> No
     assert f.severity is Severity.ERROR and f.evidence[0].numbers["rel_change"] > 3
     assert "lower bound" in f.evidence[0].summary or "lower bound" in (f.evidence[0].source
                                                                          or "")
+
+
+def test_a_long_slow_stretch_is_measured_whole() -> None:
+    """The run slowed to a third of its speed for its last 50,000 of 200,000 printed
+    throughputs: the stretch and the pace before it come out whole (a few linear passes;
+    one median per candidate length made this quadratic)."""
+    import pandas as pd
+
+    from autopsy.rules.slow.slow004_slowing_down import _tail_drop
+    from autopsy.rules.slow.thresholds import SLOW004
+
+    secs = np.concatenate([jitter(150_000, 1.0, rel=0.05), jitter(50_000, 3.0, rel=0.05)])
+    ctx = {name: t.default for name, t in SLOW004.items()}
+    got = _tail_drop(pd.Series(secs, index=np.arange(1, 200_001)), ctx)  # type: ignore[arg-type]
+    assert got is not None
+    tail, pace = got
+    assert len(tail) == 50_000 and int(tail.index[0]) == 150_001
+    assert abs(pace - 1.0) < 0.01

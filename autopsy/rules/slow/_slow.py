@@ -57,22 +57,16 @@ def _global_batch(run: Run) -> float | None:
     return values[0] * values[1] * values[2]
 
 
-def throughput_times(run: Run, ctx: RuleContext) -> dict[int | None, StepTimes]:
-    """Step times from throughput tags (it/s; samples/s with the config's batch), once."""
+def throughput_times(run: Run, ctx: RuleContext,
+                     lower_bound: bool = False) -> dict[int | None, StepTimes]:
+    """Step times from throughput tags (it/s; samples/s with the config's batch), once.
+    ``lower_bound``: a unit whose amount per step is unknown counts as one, a lower bound
+    of every step (for relative measures: a trend, a drop)."""
     skip = int(ctx["skip_first"])
-    return _cached(ctx, ("slow.throughput_times", skip),  # type: ignore[return-value]
-                   lambda: all_throughput_step_times(run, skip_first=skip,
-                                                     samples_per_step=_global_batch(run)))
-
-
-def speed_times(run: Run, ctx: RuleContext) -> dict[int | None, StepTimes]:
-    """Step times from throughput tags for relative measures (a trend, a drop), once: a
-    unit whose amount per step is unknown counts as one, a lower bound of every step."""
-    skip = int(ctx["skip_first"])
-    return _cached(ctx, ("slow.speed_times", skip),  # type: ignore[return-value]
+    return _cached(ctx, ("slow.throughput_times", skip, lower_bound),  # type: ignore[return-value]
                    lambda: all_throughput_step_times(run, skip_first=skip,
                                                      samples_per_step=_global_batch(run),
-                                                     lower_bound=True))
+                                                     lower_bound=lower_bound))
 
 
 def trend_times(run: Run, ctx: RuleContext, rank: int | None = None) -> StepTimes | None:
@@ -81,7 +75,8 @@ def trend_times(run: Run, ctx: RuleContext, rank: int | None = None) -> StepTime
     framework measures it over the steps it timed (evaluation and checkpoint pauses left
     out), while wall deltas between log lines take in those pauses and depend on the step
     numbers the reader inferred (``[Epoch e][Batch b]`` logs without the epoch length)."""
-    return (_pick(tag_times(run, ctx), rank) or _pick(speed_times(run, ctx), rank)
+    return (_pick(tag_times(run, ctx), rank)
+            or _pick(throughput_times(run, ctx, lower_bound=True), rank)
             or _pick(wall_times(run, ctx), rank))
 
 

@@ -77,6 +77,11 @@ def slowing_down(run: Run, ctx: RuleContext) -> Finding | None:
     return found
 
 
+#: Passes of the stretch-and-pace search (:func:`_tail_drop`): each lowers the pace and
+#: lengthens the stretch, and it settles in two or three.
+_TAIL_PASSES = 8
+
+
 def _trend_finding(run: Run, ctx: RuleContext, times: StepTimes) -> Finding | None:
     """The finding for step times whose Theil-Sen trend rises (see :func:`slowing_down`)."""
     if len(times.seconds) < int(ctx["min_points"]):
@@ -128,20 +133,29 @@ def _trend_finding(run: Run, ctx: RuleContext, times: StepTimes) -> Finding | No
 
 
 def _tail_drop(secs: pd.Series, ctx: RuleContext) -> tuple[pd.Series, float] | None:
-    """The final stretch of step times at least ``tail_ratio`` x the median before it."""
+    """The final stretch of step times at least ``tail_ratio`` x the median before it.
+
+    The stretch and the pace settle together: the final run of points slow against the
+    median of the points before it, recomputed until the run stops growing (a handful of
+    linear passes, not one median per candidate length)."""
     values = secs.to_numpy(dtype="float64")
     n_before = int(ctx["tail_min_before"])
     if len(values) < n_before + int(ctx["tail_points"]):
         return None
-    k = 0  # the longest final stretch all slow against the median of the points before it
-    for n in range(1, len(values) - n_before + 1):
-        if not (values[-n:] >= ctx["tail_ratio"] * float(np.median(values[:-n]))).all():
+    ratio = float(ctx["tail_ratio"])
+    k = 0
+    for _ in range(_TAIL_PASSES):
+        pace = float(np.median(values[:len(values) - k]))
+        slow = values >= ratio * pace
+        run = int(np.argmin(slow[::-1])) if not slow.all() else len(values)
+        if run <= k:
             break
-        k = n
+        k = run
+        if len(values) - k < n_before:
+            return None  # slow from (nearly) the start: no pace of its own to drop from
     if k < int(ctx["tail_points"]):
         return None
-    pace = float(np.median(values[:len(values) - k]))
-    return secs.iloc[len(values) - k:], pace
+    return secs.iloc[len(values) - k:], float(np.median(values[:len(values) - k]))
 
 
 def _tail_finding(ctx: RuleContext, source: str, origin: str, tail: pd.Series,
