@@ -108,17 +108,11 @@ def hit_lines_py(block: bytes, markers: tuple[bytes, ...] = ALL_MARKERS) -> list
 
 
 def _compiled_search() -> Any:
-    """The compiled marker search, unless not built or ``AUTOPSY_RANKLOGS_SHAPES=regex``
-    (which keeps every compiled path off)."""
-    import os
+    """The compiled marker search, or None (:func:`.compiled.compiled`)."""
+    from autopsy.readers.ranklogs.compiled import compiled
 
-    if os.environ.get("AUTOPSY_RANKLOGS_SHAPES", "").lower() == "regex":
-        return None
-    try:
-        from autopsy.readers.ranklogs._shapematch import lines_with
-    except ImportError:
-        return None
-    return lines_with
+    module = compiled()
+    return None if module is None else module.lines_with
 
 
 _COMPILED = _compiled_search()

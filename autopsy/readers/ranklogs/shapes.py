@@ -222,16 +222,10 @@ def _ops(raw: bytes, spans: list[tuple[int, int]], group_of: dict[int, int],
 
 
 def _matcher() -> Any:
-    """The compiled matcher, or None (not built, or ``AUTOPSY_RANKLOGS_SHAPES=regex``)."""
-    import os
+    """The compiled matcher, or None (:func:`.compiled.compiled`)."""
+    from autopsy.readers.ranklogs.compiled import compiled
 
-    if os.environ.get("AUTOPSY_RANKLOGS_SHAPES", "").lower() == "regex":
-        return None
-    try:
-        from autopsy.readers.ranklogs import _shapematch
-    except ImportError:
-        return None
-    return _shapematch
+    return compiled()
 
 
 def _float(tok: bytes) -> float:
