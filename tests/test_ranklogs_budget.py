@@ -174,3 +174,47 @@ def test_repeated_events_are_capped_keeping_the_first_and_the_last(tmp_path: Pat
     assert lines[-LAST_EVENTS:] == list(range(n - LAST_EVENTS + 1, n + 1))
     capped = [p for p in res.problems if p.kind == "events_capped"]
     assert len(capped) == 1 and capped[0].count == n - FIRST_EVENTS - LAST_EVENTS
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_thinning_pass_keeps_what_the_numpy_pass_keeps(seed: int,
+                                                                 monkeypatch) -> None:
+    """The compiled pass (``_shapematch.thin_keep``) and the numpy pass keep the same
+    points, ties, NaN, +-inf, interleaved series and widely spread rank numbers included."""
+    from autopsy.readers.ranklogs.compiled import ENV as COMPILED_ENV
+    from autopsy.readers.ranklogs.compiled import compiled
+
+    assert compiled() is not None, "the compiled module was not built (pip install -e .)"
+    rng = np.random.default_rng(seed)
+    for trial in range(60):
+        n = int(rng.integers(1, 3000))
+        rank = rng.integers(-1, 3, n) * (100_000 if trial % 7 == 0 else 1)
+        tag = rng.integers(0, 4, n)
+        segment = rng.integers(0, 2, n)
+        values = rng.standard_normal(n)
+        if trial % 5 == 0:
+            values = np.round(values)
+        values[rng.random(n) < 0.1] = math.nan
+        values[rng.random(n) < 0.03] = math.inf
+        values[rng.random(n) < 0.03] = -math.inf
+        fast = thin_mask(rank, tag, segment, values)
+        monkeypatch.setenv(COMPILED_ENV, "regex")
+        slow = thin_mask(rank, tag, segment, values)
+        monkeypatch.delenv(COMPILED_ENV)
+        assert fast.dtype == bool and fast.shape == (n,)
+        assert np.array_equal(fast, slow), (trial, np.flatnonzero(fast != slow)[:5])
+
+
+def test_columns_mixing_single_points_and_numpy_chunks_keep_their_order() -> None:
+    """Points added one by one and as numpy columns come back in the order they came."""
+    cols = ScalarColumns(cap=1_000_000)
+    cols.add(1, "loss", 1.0, 10.0, None, 0)
+    cols.add_columns(np.array([2, 3]), np.array([cols.code("loss")] * 2), np.array([2.0, 3.0]),
+                     np.array([20.0, 30.0]), np.array([-1, -1]), np.array([0, 0]))
+    cols.add_line(4, [("loss", 4.0), ("lr", 0.1)], 40.0, 2, 1)
+    cols.add_columns(np.array([5]), np.array([cols.code("lr")]), np.array([0.5]),
+                     np.array([50.0]), np.array([3]), np.array([1]))
+    assert cols.rows() == [(1, "loss", 1.0, 10.0, None, 0), (2, "loss", 2.0, 20.0, None, 0),
+                           (3, "loss", 3.0, 30.0, None, 0), (4, "loss", 4.0, 40.0, 2, 1),
+                           (4, "lr", 0.1, 40.0, 2, 1), (5, "lr", 0.5, 50.0, 3, 1)]
+    assert len(cols) == 6

@@ -27,6 +27,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
 
 #define NUMBER_MAX 512 /* a longer number declines its line (the usual parse reads it) */
 
@@ -329,12 +330,100 @@ done:
     return out;
 }
 
+/* thin_keep(keys, values, nseries, out): one thinning pass of budget.thin_mask in one pass
+ * over the points, in their order. keys: int64 series number of each point, 0 <= key <
+ * nseries; values: float64; out: a writable buffer of one byte per point, set to 1 where
+ * the pass keeps the point (it is not cleared first). Per series, in point order, buckets
+ * of BUCKET consecutive points keep the first non-NaN point at the bucket's minimum (the
+ * first point where the bucket is all NaN) and the last NaN (else the last point at the
+ * maximum); every point where the series turns non-finite, and the series' first and last
+ * points, are kept too. */
+#define THIN_BUCKET 4
+
+typedef struct {
+    int64_t count;      /* points of the series seen */
+    int64_t last;       /* its last point */
+    int64_t low_at, high_at, nan_at, first_at;
+    double low, high;
+    int prev_bad;
+} Series;
+
+static void flush_bucket(Series *s, unsigned char *out) {
+    out[s->low_at >= 0 ? s->low_at : s->first_at] = 1;
+    out[s->nan_at >= 0 ? s->nan_at : s->high_at] = 1;
+}
+
+static PyObject *thin_keep(PyObject *self, PyObject *args) {
+    Py_buffer keys, values, out;
+    Py_ssize_t nseries;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*nw*", &keys, &values, &nseries, &out)) return NULL;
+    PyObject *result = NULL;
+    Series *series = NULL;
+    Py_ssize_t n = values.len / (Py_ssize_t)sizeof(double);
+    if (keys.len != n * (Py_ssize_t)sizeof(int64_t) || out.len < n || nseries < 0) {
+        PyErr_SetString(PyExc_ValueError, "thin_keep: buffer sizes do not agree");
+        goto done;
+    }
+    series = PyMem_Calloc((size_t)(nseries ? nseries : 1), sizeof(Series));
+    if (!series) { PyErr_NoMemory(); goto done; }
+    const int64_t *key = keys.buf;
+    const double *val = values.buf;
+    unsigned char *keep = out.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t k = key[i];
+        if (k < 0 || k >= nseries) {
+            PyErr_SetString(PyExc_ValueError, "thin_keep: a key outside [0, nseries)");
+            goto done;
+        }
+        Series *s = &series[k];
+        double v = val[i];
+        int is_nan = v != v;
+        int bad = is_nan || v == HUGE_VAL || v == -HUGE_VAL;
+        if (s->count == 0) keep[i] = 1;
+        if (bad && !(s->count > 0 && s->prev_bad)) keep[i] = 1;
+        s->prev_bad = bad;
+        if (s->count % THIN_BUCKET == 0) {
+            s->first_at = i;
+            s->low_at = s->nan_at = -1;
+            s->high_at = i;
+            s->high = is_nan ? HUGE_VAL : v;
+        }
+        if (is_nan) {
+            s->nan_at = i;
+        } else {
+            if (s->low_at < 0 || v < s->low) { s->low = v; s->low_at = i; }
+            if (v >= s->high) { s->high = v; s->high_at = i; }
+        }
+        s->last = i;
+        s->count++;
+        if (s->count % THIN_BUCKET == 0) flush_bucket(s, keep);
+    }
+    for (Py_ssize_t k = 0; k < nseries; k++) {
+        Series *s = &series[k];
+        if (!s->count) continue;
+        if (s->count % THIN_BUCKET) flush_bucket(s, keep);
+        keep[s->last] = 1;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(series);
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&values);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"match", match, METH_VARARGS,
      "match(data, pos, ops, ncols) -> (starts, ends, columns, walls): the "
      "lines of data from pos that a shape's operations match whole."},
     {"lines_with", lines_with, METH_VARARGS,
      "lines_with(data, markers) -> [offset]: the starts of the lines holding a marker."},
+    {"thin_keep", thin_keep, METH_VARARGS,
+     "thin_keep(keys, values, nseries, out): mark in out the points one thinning pass "
+     "keeps (see budget.thin_mask)."},
     {NULL, NULL, 0, NULL},
 };
 

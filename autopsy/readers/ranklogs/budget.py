@@ -30,14 +30,20 @@ import os
 
 import numpy as np
 
+from autopsy.readers.ranklogs.compiled import compiled
+
 #: Environment variable overriding the point budget.
 ENV = "AUTOPSY_MAX_POINTS"
 #: Points kept in memory (all files together) unless :data:`ENV` says otherwise.
 DEFAULT_MAX_POINTS = 750_000
 #: The smallest budget accepted (a lower one would thin small runs for nothing).
 MIN_POINTS = 10_000
-#: Consecutive points of a series one thinning pass reduces to their min and max.
+#: Consecutive points of a series one thinning pass reduces to their min and max (the
+#: compiled pass in ``_shapematch.c`` has the same constant).
 BUCKET = 4
+#: The compiled pass keeps one state per possible series number; above this many, the
+#: series are numbered by ``np.unique`` instead (a sort, for rare keys spread that wide).
+_DIRECT_SERIES = 1 << 16
 
 
 def max_points() -> int:
@@ -60,6 +66,12 @@ def thin_mask(rank: np.ndarray, tag: np.ndarray, segment: np.ndarray,
     n = len(value)
     if n <= BUCKET:
         return np.ones(n, dtype=bool)
+    native = compiled()
+    if native is not None:
+        keys, nseries = _series_keys(rank, tag, segment)
+        out = np.zeros(n, dtype=np.uint8)
+        native.thin_keep(keys, np.ascontiguousarray(value, dtype=np.float64), nseries, out)
+        return out.view(bool)
     order = _series_order(rank, tag, segment)
     r, t, s = rank[order], tag[order], segment[order]
     v = np.asarray(value, dtype=np.float64)[order]
@@ -93,6 +105,29 @@ def thin_mask(rank: np.ndarray, tag: np.ndarray, segment: np.ndarray,
     mask = np.empty(n, dtype=bool)
     mask[order] = keep
     return mask
+
+
+def _series_keys(rank: np.ndarray, tag: np.ndarray,
+                 segment: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each point's series as a number from 0 (int64), and how many numbers there are
+    (for the compiled pass, which keeps one state per number)."""
+    key = np.zeros(len(rank), dtype=np.int64)
+    span = 1
+    for col in (segment, tag, rank):
+        col = np.asarray(col, dtype=np.int64)
+        low, high = int(col.min()), int(col.max())
+        width = high - low + 1
+        if span * width >= 2 ** 62:
+            break
+        key += (col - low) * span
+        span *= width
+    else:
+        if span <= _DIRECT_SERIES:
+            return key, span
+    stacked = np.stack([np.asarray(c, dtype=np.int64) for c in (rank, tag, segment)], axis=1)
+    _, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    inverse = np.ascontiguousarray(inverse.reshape(-1), dtype=np.int64)
+    return inverse, int(inverse.max()) + 1
 
 
 def _series_order(rank: np.ndarray, tag: np.ndarray, segment: np.ndarray) -> np.ndarray:

@@ -108,6 +108,10 @@ class ScalarColumns:
     level: int = 0
     _stored: int = 0
     _codes: dict[str, int] = field(default_factory=dict)
+    #: Points before the one-by-one columns above, as numpy columns, in order; the first
+    #: ``_stored`` points (thinned to ``level``) end on a chunk boundary.
+    _chunks: list[dict[str, Any]] = field(default_factory=list)
+    _held: int = 0
 
     def add(self, step: int, tag: str, value: float, wall: float, rank: int | None,
             segment: int) -> None:
@@ -123,7 +127,7 @@ class ScalarColumns:
         self.rank.append(NO_RANK if rank is None else rank)
         self.segment.append(segment)
         self.raw += 1
-        if len(self.step) > self.cap:
+        if len(self) > self.cap:
             self._thin()
 
     def add_line(self, step: int, pairs: list[tuple[str, float]], wall: float,
@@ -145,7 +149,7 @@ class ScalarColumns:
         self.rank.extend([NO_RANK if rank is None else rank] * n)
         self.segment.extend([segment] * n)
         self.raw += n
-        if len(self.step) > self.cap:
+        if len(self) > self.cap:
             self._thin()
 
     def extend(self, other: ScalarColumns, step_factor: int = 1) -> None:
@@ -154,14 +158,14 @@ class ScalarColumns:
             return
         import numpy as np
 
-        cols = other.arrays()
-        remap = np.array([self._code(t) for t in other.tags], dtype=np.int32)
+        cols = dict(other.arrays())
+        remap = np.array([self._code(t) for t in other.tags], dtype=_NUMPY_TYPES["tag"])
         cols["tag"] = remap[cols["tag"]]
         cols["step"] = cols["step"] * step_factor
-        mine = self.arrays()
-        self._replace({k: np.concatenate((mine[k], cols[k])) for k in mine})
+        self._flush_tail()
+        self._push(cols)
         self.raw += other.raw
-        if len(self.step) > self.cap:
+        if len(self) > self.cap:
             self._thin()
         self.settle()
 
@@ -170,13 +174,13 @@ class ScalarColumns:
         """Append points given as numpy columns (``tag``: codes from :meth:`code`)."""
         import numpy as np
 
-        n = len(step)
-        for name, col in (("step", step), ("tag", tag), ("value", value),
-                          ("wall_time", wall), ("rank", rank), ("segment", segment)):
-            arr = getattr(self, name)
-            arr.frombytes(np.ascontiguousarray(col, dtype=_NUMPY_TYPES[name]).tobytes())
-        self.raw += n
-        if len(self.step) > self.cap:
+        self._flush_tail()
+        self._push({name: np.ascontiguousarray(col, dtype=_NUMPY_TYPES[name])
+                    for name, col in (("step", step), ("tag", tag), ("value", value),
+                                      ("wall_time", wall), ("rank", rank),
+                                      ("segment", segment))})
+        self.raw += len(step)
+        if len(self) > self.cap:
             self._thin()
 
     def code(self, tag: str) -> int:
@@ -191,55 +195,91 @@ class ScalarColumns:
         return code
 
     def arrays(self, start: int = 0) -> dict[str, Any]:
-        """The columns from point ``start`` on as numpy arrays (copies)."""
+        """The columns from point ``start`` on as numpy arrays (a new dict; treat the
+        arrays as read-only, they may be this object's own)."""
+        self._flush_tail()
+        whole = self._gather(self._chunks)
+        self._chunks = [whole]
+        return {name: col[start:] for name, col in whole.items()}
+
+    def _push(self, cols: dict[str, Any]) -> None:
+        if len(cols["value"]):
+            self._chunks.append(cols)
+            self._held += len(cols["value"])
+
+    def _flush_tail(self) -> None:
+        """Move the points appended one by one into a numpy chunk (keeping their order)."""
+        if not len(self.step):
+            return
         import numpy as np
 
-        return {name: np.frombuffer(getattr(self, name), dtype=code)[start:].copy()
-                for name, code in _COLUMN_TYPES.items()}
-
-    def _replace(self, cols: dict[str, Any]) -> None:
+        self._push({name: np.frombuffer(getattr(self, name), dtype=_NUMPY_TYPES[name]).copy()
+                    for name in _COLUMN_TYPES})
         for name, code in _COLUMN_TYPES.items():
-            col = array(code)
-            col.frombytes(cols[name].astype(col.typecode, copy=False).tobytes())
-            setattr(self, name, col)
+            setattr(self, name, array(code))
+
+    @staticmethod
+    def _gather(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+        import numpy as np
+
+        if len(chunks) == 1:
+            return chunks[0]
+        if not chunks:
+            return {name: np.empty(0, dtype=_NUMPY_TYPES[name]) for name in _COLUMN_TYPES}
+        return {name: np.concatenate([c[name] for c in chunks]) for name in _COLUMN_TYPES}
 
     def settle(self) -> None:
         """Thin the points added since the last thinning to the current level (call at
         the end of a file, so its last stretch is not denser than the rest)."""
-        if not self.level or self._stored >= len(self.step):
+        if not self.level or self._stored >= len(self):
             return
-        import numpy as np
-
-        head = self.arrays()
-        tail = thin_columns({k: v[self._stored:] for k, v in head.items()}, self.level)
-        self._replace({k: np.concatenate((v[:self._stored], tail[k])) for k, v in head.items()})
-        self._stored = len(self.step)
+        self._flush_tail()
+        settled: list[dict[str, Any]] = []
+        held = 0
+        for i, chunk in enumerate(self._chunks):  # chunk boundaries fall on _stored
+            if held >= self._stored:
+                fresh = self._chunks[i:]
+                break
+            settled.append(chunk)
+            held += len(chunk["value"])
+        else:
+            fresh = []
+        tail = thin_columns(self._gather(fresh), self.level)
+        self._chunks = settled
+        self._held = held
+        self._push(tail)
+        self._stored = len(self)
 
     def _thin(self) -> None:
         """Bring the points added since the last thinning to the current level, then
         thin everything one more level while more than 3/4 of ``cap`` are held."""
-
         self.settle()
-        head = self.arrays()
-        while len(head["value"]) > self.cap * 3 // 4:
-            thinner = thin_columns(head)
-            self.level += 1
-            if len(thinner["value"]) == len(head["value"]):
-                break
-            head = thinner
-        self._replace(head)
-        self._stored = len(self.step)
+        if len(self) > self.cap * 3 // 4:
+            self._flush_tail()
+            head = self._gather(self._chunks)
+            while len(head["value"]) > self.cap * 3 // 4:
+                thinner = thin_columns(head)
+                self.level += 1
+                if len(thinner["value"]) == len(head["value"]):
+                    break
+                head = thinner
+            self._chunks = []
+            self._held = 0
+            self._push(head)
+        self._flush_tail()
+        self._stored = len(self)
         if self._stored > self.cap * 3 // 4:  # cannot thin (hundreds of thousands of
             self.cap = 2 * self._stored       # series): grow rather than thin on every add
 
     def __len__(self) -> int:
-        return len(self.step)
+        return self._held + len(self.step)
 
     def rows(self) -> list[tuple[int, str, float, float, int | None, int]]:
         """The points as tuples (for tests and debugging)."""
-        return [(self.step[i], self.tags[self.tag[i]], self.value[i], self.wall_time[i],
-                 None if self.rank[i] == NO_RANK else self.rank[i], self.segment[i])
-                for i in range(len(self))]
+        cols = {name: col.tolist() for name, col in self.arrays().items()}
+        return [(cols["step"][i], self.tags[cols["tag"][i]], cols["value"][i],
+                 cols["wall_time"][i], None if cols["rank"][i] == NO_RANK else cols["rank"][i],
+                 cols["segment"][i]) for i in range(len(self))]
 
 
 @dataclass
