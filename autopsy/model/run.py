@@ -61,6 +61,10 @@ class Run:
     problems: list[Problem] = field(default_factory=list)
     sources: list[SourceInfo] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)
+    #: :meth:`series` results, each with the frame and source count it was computed from
+    #: (rules ask for the same tag many times; a new frame or source list misses)
+    _series_memo: dict[tuple[Any, ...], tuple[Any, int, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def tags(self) -> list[str]:
@@ -103,8 +107,18 @@ class Run:
         exact source (event files, trainer_state.json) wins over a text log, which
         prints rounded values; pass ``segment`` to see a pre-restart tail.
         ``rank=None`` takes rows of any rank only when the run has a single rank
-        (or none); otherwise it takes rank 0.
+        (or none); otherwise it takes rank 0. Each call returns a new Series.
         """
+        key = (tag, rank, segment, source)
+        memo = self._series_memo.get(key)
+        if memo is None or memo[0] is not self.scalars or memo[1] != len(self.sources):
+            memo = (self.scalars, len(self.sources),
+                    self._series(tag, rank=rank, segment=segment, source=source))
+            self._series_memo[key] = memo
+        return memo[2].copy()
+
+    def _series(self, tag: str, *, rank: int | None, segment: int | None,
+                source: str | None) -> pd.Series:
         import pandas as pd
 
         df = self.scalars

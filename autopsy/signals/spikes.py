@@ -49,12 +49,22 @@ def _window_stats(fin: np.ndarray, window: int, min_periods: int) -> tuple[np.nd
         view = np.lib.stride_tricks.sliding_window_view(fin, window)  # row r = fin[r:r+window]
         for lo in range(0, view.shape[0], _CHUNK):
             block = view[lo : lo + _CHUNK]
-            m = np.median(block, axis=1)
+            m = _row_medians(block)
             med[lo + window : lo + window + block.shape[0]] = m
-            mad[lo + window : lo + window + block.shape[0]] = np.median(
-                np.abs(block - m[:, None]), axis=1
+            mad[lo + window : lo + window + block.shape[0]] = _row_medians(
+                np.abs(block - m[:, None])
             )
     return med, mad
+
+
+def _row_medians(block: np.ndarray) -> np.ndarray:
+    """``np.median(block, axis=1)`` for finite rows, by sorting each row (several times
+    faster than the partition ``np.median`` uses, for the short rows of a window)."""
+    rows = np.sort(block, axis=1)
+    w = rows.shape[1]
+    if w % 2:
+        return rows[:, w // 2].copy()
+    return (rows[:, w // 2 - 1] + rows[:, w // 2]) / 2
 
 
 def spike_scores(s: pd.Series, *, window: int = 20, min_periods: int = 5) -> pd.DataFrame:

@@ -156,3 +156,14 @@ def test_sample_run_grad_norm_spikes_before_the_nan() -> None:
 def test_sample_healthy_grad_norm_has_no_spike() -> None:
     grad = autopsy.load_run(SAMPLES / "healthy_hf_trainer").series("grad_norm")
     assert find_spikes(grad) == []
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 5, 20, 21, 50])
+def test_row_medians_equal_numpy_median(width: int) -> None:
+    """The sorting median of window rows gives np.median's values exactly."""
+    from autopsy.signals.spikes import _row_medians
+
+    rng = np.random.default_rng(width)
+    block = rng.standard_normal((500, width)) * 10.0 ** rng.integers(-5, 5, (500, 1))
+    block[::7] = np.round(block[::7])  # ties
+    assert np.array_equal(_row_medians(block), np.median(block, axis=1))

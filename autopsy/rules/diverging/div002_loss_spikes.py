@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,7 @@ from autopsy.rules.diverging._shared import (
 )
 from autopsy.rules.diverging.thresholds import DIV002
 from autopsy.rules.registry import rule
-from autopsy.signals import Spike, find_spikes, first_non_finite, spike_scores
+from autopsy.signals import Spike, first_non_finite, spike_scores
 
 
 @dataclass(frozen=True)
@@ -124,8 +124,7 @@ def _events(loss: pd.Series, ctx: RuleContext) -> list[_Event]:
     """Group the spikes into events and keep those the loss recovered from."""
     finite = loss[np.isfinite(loss.to_numpy(dtype=float))]
     window, min_periods = int(ctx["window"]), int(ctx["min_periods"])
-    spikes = find_spikes(finite, window=window, min_periods=min_periods, min_score=0.0,
-                         min_ratio=float(ctx["min_ratio"]))
+    raw = spike_scores(finite, window=window, min_periods=min_periods)
     steps = finite.index.to_numpy()
     values = finite.to_numpy(dtype=float)
     # Score against the noise, not the trend: the residual of log(loss) (loss noise is
@@ -134,17 +133,20 @@ def _events(loss: pd.Series, ctx: RuleContext) -> list[_Event]:
     level = np.log(finite) if (values > 0).all() else finite
     trend = level.rolling(int(ctx["detrend_points"]), center=True, min_periods=1).median()
     scores = spike_scores(level - trend, window=window, min_periods=min_periods)["score"]
-    # the detrended score of each candidate, looked up by position (one numpy step, not a
-    # pandas lookup per candidate: a noisy 750k-point loss has tens of thousands)
-    score_of = scores.to_numpy(dtype=float)[
-        scores.index.get_indexer(np.array([sp.step for sp in spikes], dtype=np.int64))] \
-        if spikes else np.empty(0)
-    spikes = [replace(sp, score=float(sc)) for sp, sc in zip(spikes, score_of, strict=True)
-              if sc >= ctx["min_score"]]
+    # candidates: high against the raw window (upward, ratio >= min_ratio) and against the
+    # detrended noise; both frames are in the loss's (sorted, unique) step order, so one
+    # numpy mask picks them (a noisy 750k-point loss has tens of thousands of raw ones)
+    raw_score = raw["score"].to_numpy(dtype=float)
+    ratio = raw["ratio"].to_numpy(dtype=float)
+    score = scores.to_numpy(dtype=float)
+    picked = np.flatnonzero((raw_score >= 0.0) & (ratio >= float(ctx["min_ratio"]))
+                            & (score >= ctx["min_score"]))
+    baseline = raw["baseline"].to_numpy(dtype=float)
+    spikes = [Spike(step=int(steps[i]), value=float(values[i]), baseline=float(baseline[i]),
+                    ratio=float(ratio[i]), score=float(score[i])) for i in picked]
     events: list[_Event] = []
     until = -1  # index up to which the current event lasts
-    for spike in spikes:
-        i = int(np.searchsorted(steps, spike.step))
+    for i, spike in zip(picked.tolist(), spikes, strict=True):
         if i <= until:
             continue
         level = spike.baseline * (1 + ctx["recover_tol"])
