@@ -87,7 +87,8 @@ def make_scalars(
         if rank is None:
             ranks[:] = pd.NA
     else:
-        ranks = pd.array(list(rank) if not isinstance(rank, np.ndarray) else rank, dtype="Int64")
+        arraylike = isinstance(rank, (np.ndarray, pd.api.extensions.ExtensionArray))
+        ranks = pd.array(rank if arraylike else list(rank), dtype="Int64")
     segs = (
         np.full(n, int(segment), dtype=np.int64)
         if isinstance(segment, (int, np.integer))
