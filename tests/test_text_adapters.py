@@ -173,6 +173,19 @@ def test_imagenet_example_gluoncv_and_generic_lines(tmp_path: Path) -> None:
     assert _same(_series(generic, "loss"), [(500, 2.645), (104, math.nan), (30, math.nan)])
 
 
+def test_opennmt_py_step_lines(tmp_path: Path) -> None:
+    """OpenNMT-py's ``Statistics.output`` line: ``xent`` is the training cross-entropy
+    (lines as published in OpenNMT/OpenNMT-py#966)."""
+    s = _read(tmp_path, (
+        "[2018-09-20 19:26:46,696 INFO] Step 509950/1000000; acc:  39.09; ppl: 53.63; xent: "
+        "3.98; lr: 0.00000; 1978/2215 tok/s;  15837 sec\n"
+        "[2018-09-20 19:26:51,217 INFO] Step 510000/1000000; acc:  36.21; ppl: 52.56; xent: "
+        "3.96; lr: 0.00000; 2052/1240 tok/s;  15842 sec\n"), "onmt.log")
+    assert _same(_series(s, "loss"), [(509950, 3.98), (510000, 3.96)])
+    assert _same(_series(s, "perplexity"), [(509950, 53.63), (510000, 52.56)])
+    assert _same(_series(s, "learning_rate"), [(509950, 0.0), (510000, 0.0)])
+
+
 def test_json_object_lines(tmp_path: Path) -> None:
     text = ('{"train_lr": 0.0005, "train_loss": 6.91, "test_loss": 6.80, "epoch": 0}\n'
             '{"train_lr": 0.0005, "train_loss": 6.52, "test_loss": 6.61, "epoch": 1}\n'

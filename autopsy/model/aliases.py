@@ -23,6 +23,8 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
         "total_loss", "train/loss_sum",
         # MXNet's CrossEntropy metric, the training loss its Speedometer prints
         "cross-entropy", "crossentropy", "cross_entropy",
+        # OpenNMT-py's step line (``Step N/M; acc: ..; ppl: ..; xent: ..; lr: ..``)
+        "xent",
     ),
     "eval_loss": (
         "eval_loss", "eval/loss", "val_loss", "val/loss", "validation_loss", "validation/loss",
@@ -96,10 +98,12 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
     "train_samples_per_second": ("train/train_samples_per_second",),
     "train_steps_per_second": ("train/train_steps_per_second",),
     "total_flos": ("train/total_flos",),
-    "eval_accuracy": ("eval_accuracy", "eval/accuracy", "val_acc", "val/acc", "val_accuracy"),
+    "eval_accuracy": ("eval_accuracy", "eval/accuracy", "val_acc", "val/acc", "val_accuracy",
+                      "validation accuracy", "validation_accuracy"),
     "accuracy": ("accuracy", "train/accuracy", "train_acc", "acc"),
     "perplexity": ("perplexity", "ppl", "train/perplexity", "train/ppl"),
-    "eval_perplexity": ("eval_perplexity", "eval/perplexity", "val_ppl", "eval/ppl", "valid_ppl"),
+    "eval_perplexity": ("eval_perplexity", "eval/perplexity", "val_ppl", "eval/ppl", "valid_ppl",
+                        "validation perplexity", "validation_perplexity"),
     "nan_iterations": ("number of nan iterations", "nan_iterations"),
 
     "weight_norm": ("weight_norm", "param_norm", "params_norm", "parameter_norm"),

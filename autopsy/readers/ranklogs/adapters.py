@@ -85,7 +85,7 @@ _BAR_EPOCH = re.compile(r"\bEpoch\s+(\d+)\b")
 METRIC_WORDS = ("loss", "lr", "learning_rate", "learningrate", "grad", "norm", "scale", "time",
                 "acc", "ppl", "perplexity", "tps", "throughput", "mem", "mfu", "flops", "per_sec",
                 "/s", "samples", "tokens", "map", "top1", "top5", "f1", "bleu", "entropy", "nll",
-                "speed", "prec", "smoothl1")
+                "xent", "speed", "prec", "smoothl1")
 
 
 @dataclass
@@ -483,8 +483,9 @@ _EPOCH_ITER = (
     re.compile(r"(?i)\bepoch\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?.{0,40}?"
                r"\b(?:iter|iteration|batch|step)\b\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?"),
 )
-#: Words that make a key a loss (a line is kept only with one of them).
-LOSS_WORDS = ("loss", "entropy", "nll")
+#: Words that make a key a loss (a line is kept only with one of them; "xent":
+#: cross-entropy as OpenNMT-py and TF print it).
+LOSS_WORDS = ("loss", "entropy", "nll", "xent")
 
 
 def epoch_position(text: str) -> re.Match[str] | None:
