@@ -144,6 +144,26 @@ def test_keras_progress_and_tutorial_epoch_blocks(tmp_path: Path) -> None:
     assert _same(_series(tutorial, "eval_loss"), [(0, 0.2265), (1, 0.3)])
 
 
+def test_keras_excerpt_starting_at_an_epochs_finished_bar(tmp_path: Path) -> None:
+    """An excerpt whose first line is the finished bar of an epoch (its ``Epoch N/M`` line
+    left off): the next header numbers it; bars within an epoch keep their batch numbers."""
+    s = _read(tmp_path, (
+        "40/40 [==============================] - 15s 385ms/step - loss: 2.3033 - acc: 0.1083"
+        " - val_loss: 2.3037 - val_acc: 0.1000\n"
+        "Epoch 8/500\n"
+        "40/40 [==============================] - 6s 159ms/step - loss: 2.2996 - acc: 0.1094"
+        " - val_loss: 2.3026 - val_acc: 0.0990\n"), "keras.log")
+    assert _same(_series(s, "loss"), [(7, 2.3033), (8, 2.2996)])
+    assert _same(_series(s, "eval_loss"), [(7, 2.3037), (8, 2.3026)])
+    alone = _read(tmp_path, (
+        "40/40 [==============================] - 15s 385ms/step - loss: 2.3033\n"), "one.log")
+    assert _same(_series(alone, "loss"), [(40, 2.3033)])
+    within = _read(tmp_path, (
+        " 10/40 [======>.......................] - ETA: 3s - loss: 2.5000\n"
+        " 20/40 [==============>...............] - ETA: 2s - loss: 2.4000\n"), "bars.log")
+    assert _same(_series(within, "loss"), [(10, 2.5), (20, 2.4)])
+
+
 def test_tqdm_postfix_bars(tmp_path: Path) -> None:
     text = ("Epoch 1/5:  10%|█         | 64/640 [00:10<01:30, 6.3img/s, loss (batch)=0.693]\r"
             "Epoch 1/5:  20%|██        | 128/640 [00:20<01:20, 6.3img/s, loss (batch)=0.512]\n"

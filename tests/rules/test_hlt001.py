@@ -39,6 +39,25 @@ def test_fires_on_three_epoch_averages() -> None:
     assert (d.verdict.family, d.verdict.code) == (Family.HEALTHY, "HLT001")
 
 
+def test_fires_on_a_steady_fall_whose_last_point_ticks_up() -> None:
+    # six points of a pre-training excerpt: first to last falls 4.9%, the fitted line 5.2%
+    # with its whole 95% interval below zero
+    d = diagnose(synthetic_run({"loss": [6.1384, 6.0388, 6.0348, 5.967, 5.8311, 5.8383]}))
+    assert (d.verdict.family, d.verdict.code) == (Family.HEALTHY, "HLT001")
+    assert "Theil-Sen" in d.findings[0].evidence[0].summary
+
+
+def test_near_miss_passes_over_a_steady_fall_smaller_than_min_drop() -> None:
+    # a significant but tiny fall (0.2%) is not a run that learns
+    d = diagnose(synthetic_run({"loss": [2.303, 2.302, 2.301, 2.300, 2.299, 2.298]}))
+    assert all(f.code != "HLT001" for f in d.findings)
+
+
+def test_near_miss_passes_over_a_noisy_excerpt_with_no_clear_fall() -> None:
+    d = diagnose(synthetic_run({"loss": [0.48, 0.46, 0.51, 0.47, 0.49, 0.475]}))
+    assert all(f.code != "HLT001" for f in d.findings)
+
+
 def test_fires_through_a_skipped_step_without_a_logged_scale() -> None:
     # the HF Trainer logs the grad norm of an fp16 step the scaler skipped as NaN, and
     # does not log the loss scale
@@ -86,3 +105,10 @@ def test_fires_when_the_run_went_on_past_a_crash() -> None:
     assert d.verdict.family is Family.HEALTHY
     crash = [f for f in d.findings if f.code == "CRASH001"]
     assert crash and crash[0].severity.value == "warning"
+
+
+def test_near_miss_passes_over_a_loss_below_zero_that_keeps_falling() -> None:
+    # a cross-entropy fed targets outside [0, 1] goes negative without bound: no relative
+    # fall of such a loss vouches for the run
+    d = diagnose(synthetic_run({"loss": [-3.4e4 * (1 + i) ** 2 for i in range(20)]}))
+    assert all(f.code != "HLT001" for f in d.findings)

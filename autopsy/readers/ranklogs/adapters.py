@@ -94,6 +94,9 @@ class LineContext:
 
     keras_epoch: int | None = None
     keras_values: list[tuple[str, float]] | None = None
+    #: batches of a finished Keras bar met before any ``Epoch N/M`` line (an excerpt that
+    #: starts at an epoch's end): its values wait in ``keras_values`` for the next header
+    keras_orphan: int | None = None
     caffe_step: int | None = None
     bar_offset: int = 0
     pos_epoch: int | None = None
@@ -250,29 +253,47 @@ def keras_epoch(text: str, ctx: LineContext) -> MetricLine | None:
     m = _KERAS_EPOCH.match(text)
     if m is None:
         return None
+    epoch = int(m.group(1))
+    if ctx.keras_epoch is None and ctx.keras_orphan is not None and epoch > 1:
+        ctx.keras_epoch = epoch - 1  # the finished bar before the first header: its epoch
     done = flush_keras(ctx)
-    ctx.keras_epoch = int(m.group(1))
+    ctx.keras_epoch = epoch
     return done
 
 
 def flush_keras(ctx: LineContext) -> MetricLine | None:
-    """The last values seen in the current Keras epoch, as one line at its number."""
-    if ctx.keras_epoch is None or not ctx.keras_values:
+    """The last values seen in the current Keras epoch, as one line at its number (a
+    finished bar that no header followed: at its batch count, as :func:`parse_keras_batches`
+    reads bars)."""
+    if not ctx.keras_values:
         return None
-    out = MetricLine("keras", ctx.keras_epoch, ctx.keras_values)
+    if ctx.keras_epoch is None:
+        if ctx.keras_orphan is None:
+            return None
+        out = MetricLine("keras_batch", ctx.keras_orphan, ctx.keras_values)
+    else:
+        out = MetricLine("keras", ctx.keras_epoch, ctx.keras_values)
     ctx.keras_values = None
+    ctx.keras_orphan = None
     return out
 
 
 def parse_keras_batches(text: str, ctx: LineContext) -> MetricLine | None:
     """A Keras progress line with no ``Epoch N/M`` line before it (an excerpt): the
-    batch number of the bar is the step."""
+    batch number of the bar is the step. A finished bar (``40/40``) is an epoch's end:
+    it waits for the next ``Epoch N/M`` line, which makes it epoch N - 1."""
     m = _KERAS_BAR.match(text)
     if m is None or ctx.keras_epoch is not None or " - " not in text:
         return None
     pairs = [(k.replace(" ", "_"), _float(v)) for k, v in _KERAS_PAIR.findall(text)
              if k != "ETA"]
-    return MetricLine("keras_batch", int(m.group(1)), pairs) if pairs else None
+    if not pairs:
+        return None
+    if m.group(1) == m.group(2) and "ETA" not in text:
+        before = flush_keras(ctx)  # a second finished bar before any header
+        ctx.keras_orphan, ctx.keras_values = int(m.group(1)), pairs
+        return before
+    return MetricLine("keras_batch", int(m.group(1)), pairs)
 
 
 def parse_keras(text: str, ctx: LineContext) -> MetricLine | None:

@@ -10,6 +10,7 @@ from autopsy.rules.context import RuleContext
 from autopsy.rules.healthy.thresholds import HLT001
 from autopsy.rules.registry import rule
 from autopsy.signals.ranks import went_on_past
+from autopsy.signals.trend import theil_sen
 
 #: Log events that mean the run failed, whatever its loss did.
 FAILURE_EVENTS: frozenset[str] = frozenset({
@@ -61,7 +62,10 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
         (Keras, Lightning, HF ``logging_strategy="epoch"``), a handful of points each
         averaged over a whole epoch; with fewer than 8 points the start and end are the
         first and last points. ``min_drop`` (5%) is above the epoch-to-epoch noise of such
-        averages and well below the fall of any run that learns.
+        averages and well below the fall of any run that learns. Where the first and last
+        quarters fall less (a short excerpt with a noisy end point), the same 5% is
+        measured on the Theil-Sen line instead, and counts only when the line's 95%
+        interval for the slope lies below zero (the fall is no accident of the noise).
     """
     if not run.events.empty:
         failed = run.events[run.events["kind"].astype(str).isin(FAILURE_EVENTS)]
@@ -84,14 +88,22 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
     quarter = max(1, len(values) // 4)
     start = float(np.median(values[:quarter]))
     end = float(np.median(values[-quarter:]))
+    how = ""
     if not start > 0 or (start - end) / abs(start) < ctx["min_drop"]:
-        return None
+        # a short excerpt whose end points are noisy: the fitted line, where its 95%
+        # interval lies below zero (the fall is no accident of the noise); a relative fall
+        # means something only for a loss above zero throughout
+        trend = theil_sen(loss) if values.min() > 0 else None
+        if (trend is None or not trend.high < 0 or not trend.end > 0
+                or -trend.rel_change < ctx["min_drop"]):
+            return None
+        start, end, how = trend.start, trend.end, " (Theil-Sen line, slope < 0 at 95%)"
     steps = loss.index.to_numpy()
     first, last = int(steps[0]), int(steps[-1])
     drop = (start - end) / start
     evidence = [Evidence(
-        summary=f"loss fell from {start:.4g} to {end:.4g} ({drop:.0%}) over {len(values)} "
-                f"points, steps {first}-{last}",
+        summary=f"loss fell from {start:.4g} to {end:.4g} ({drop:.0%}){how} over "
+                f"{len(values)} points, steps {first}-{last}",
         tag="loss", steps=(first, last),
         numbers={"start": start, "end": end, "points": len(values)},
     )]
