@@ -5,6 +5,7 @@ file gives, compared with an independent read (``csv``/``json`` of the standard 
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 from pathlib import Path
@@ -78,3 +79,21 @@ def test_published_table_values(case: str, name: str, raw_tag: str, expected) ->
     assert [s for s, _ in got] == [s for s, _ in want]
     assert all(a == pytest.approx(b) or (math.isnan(a) and math.isnan(b))
                for (_, a), (_, b) in zip(got, want, strict=True))
+
+
+def test_ultralytics_time_is_elapsed_and_gives_epoch_durations() -> None:
+    """Ultralytics 8.1+ writes ``time`` as seconds since training started: the reader
+    keeps it as ``elapsed_time`` and gives each epoch's duration (its increase)."""
+    folder = PUBLIC / "ultralytics_csv_healthy_helmet_yolo_50ep"
+    elapsed = _csv_column(folder / "results.csv", "epoch", "time")
+    assert len(elapsed) == 50
+    run = autopsy.load_run(folder)
+    raw = run.scalars["raw_tag"].astype(str)
+    kept = run.scalars[raw == "elapsed_time"]
+    assert list(zip(kept["step"].astype(int), kept["value"], strict=True)) == \
+        pytest.approx(elapsed)
+    durations = run.series("step_time")
+    want = [(s, b - a) for (_, a), (s, b) in itertools.pairwise(elapsed)]
+    assert list(durations.index) == [s for s, _ in want]
+    assert list(durations.to_numpy()) == pytest.approx([d for _, d in want])
+    assert (raw == "time").sum() == 0

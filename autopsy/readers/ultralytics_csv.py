@@ -7,7 +7,11 @@ spaces, and the loss split into parts (``train/box_loss``, ``train/obj_loss`` or
 ``lr/pg0``/``x/lr0``. YOLO reports no total, so the reader adds the sum of the parts of a
 row as ``train/loss_sum`` (canonical ``loss``) and ``val/loss_sum`` (``eval_loss``), when
 every part of the row is present and there are several (a classification run's single
-``train/loss`` is its total already); the parts stay as their own series.
+``train/loss`` is its total already); the parts stay as their own series. Its ``time``
+(Ultralytics 8.1+) is the seconds since training started, not the epoch's time: it is kept
+as ``elapsed_time``, and its increase from the previous row as ``epoch_time`` (an epoch's
+duration, canonical ``step_time``; none for the first row, whose start is not logged, nor
+where it falls: a resume restarts the clock).
 
 ``results.txt`` lines are ``epoch/last  gpu_mem  box  obj  cls  total  targets  img_size
 P  R  mAP@.5  mAP@.5:.95  val_box  val_obj  val_cls``: ``total`` is YOLO's own train
@@ -76,6 +80,7 @@ def _read_csv(path: Path, table: Table) -> None:
         table.bad_rows += 1
         return
     e = header.index("epoch")
+    elapsed = None  # the previous row's ``time``
     for row in it:
         if len(row) <= e:
             continue
@@ -91,6 +96,12 @@ def _read_csv(path: Path, table: Table) -> None:
             if v is None:
                 if row[i].strip():
                     table.bad_cells += 1
+                continue
+            if name == "time":  # seconds since training started, not the epoch's time
+                table.add(step, "elapsed_time", v)
+                if elapsed is not None and v >= elapsed:
+                    table.add(step, "epoch_time", v - elapsed)
+                elapsed = v
                 continue
             table.add(step, name, v)
             for prefix in parts:
