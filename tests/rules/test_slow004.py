@@ -22,6 +22,22 @@ def test_fires_on_a_step_time_that_doubles() -> None:
     assert 80 < (f.step or 0) < 160  # 25% slower than the start around step 100
 
 
+def test_fires_on_epoch_times_that_grow_faster_and_faster() -> None:
+    # one time per epoch (the first dropped as warm-up), about 2 min growing to 25 min: a
+    # rise that speeds up, whose straight line crosses zero inside the run
+    secs = [130.0, 134.0, 132.0, 148.0, 146.0, 210.0, 554.0, 954.0, 1209.0, 1612.0]
+    (f,) = findings(timed_run({None: secs}), "SLOW004")
+    assert f.severity is Severity.ERROR and f.cause == "slowing_down"
+    numbers = f.evidence[0].numbers
+    assert 130 < numbers["start_s"] < 150 and numbers["end_s"] > 900
+    assert "quarters" in f.evidence[0].summary
+
+
+def test_epoch_times_with_no_trend_near_miss_passes() -> None:
+    secs = [130.0, 180.0, 125.0, 170.0, 140.0, 175.0, 128.0, 160.0]
+    assert findings(timed_run({None: secs}), "SLOW004") == []
+
+
 def test_stalls_do_not_make_a_trend_near_miss_passes() -> None:
     secs = jitter(300, 0.5)
     secs[np.arange(200, 300, 10)] += 5.0  # stalls late in the run: SLOW003's, not a trend

@@ -91,38 +91,53 @@ def _trend_finding(run: Run, ctx: RuleContext, times: StepTimes) -> Finding | No
     if stats is None or stats.trend is None or stats.n < int(ctx["min_points"]):
         return None
     tr = stats.trend
-    if not (tr.low > 0) or not math.isfinite(tr.rel_change) or tr.start <= 0:
-        return None
-    if tr.rel_change < ctx["warn_rel_change"] or tr.end - tr.start < ctx["min_increase_s"]:
+    if not (tr.low > 0) or not math.isfinite(tr.slope):
         return None
     idx = times.seconds.index
     steps = idx.to_numpy(dtype="float64")
     fitted = tr.intercept + tr.slope * steps
-    lost = float(((fitted - tr.start).clip(min=0) * times.gaps.to_numpy()).sum())
+    start, end, rel = tr.start, tr.end, tr.rel_change
+    ends = "Theil-Sen fit of the step time"
+    if start <= 0:
+        # a rise that speeds up (a leak that compounds): the straight line crosses zero
+        # inside the run, so its ends are no step times; the medians of the first and last
+        # quarters of the step times (stalls left out) are
+        dropped = set(stalls.stalls.steps) if stalls else set()
+        kept = times.seconds[[int(i) not in dropped for i in idx]].to_numpy(dtype="float64")
+        quarter = max(1, len(kept) // 4)
+        start, end = float(np.median(kept[:quarter])), float(np.median(kept[-quarter:]))
+        if not start > 0:
+            return None
+        rel = end / start - 1
+        fitted = np.maximum(fitted, start)
+        ends = "step time, first and last quarters (the fitted line crosses zero)"
+    if rel < ctx["warn_rel_change"] or end - start < ctx["min_increase_s"]:
+        return None
+    lost = float(((fitted - start).clip(min=0) * times.gaps.to_numpy()).sum())
     if lost < ctx["min_lost_s"]:
         return None
-    severity = Severity.ERROR if tr.rel_change >= ctx["rel_change"] else Severity.WARNING
-    target = tr.start * (1 + float(ctx["warn_rel_change"]))
+    severity = Severity.ERROR if rel >= ctx["rel_change"] else Severity.WARNING
+    target = start * (1 + float(ctx["warn_rel_change"]))
     cross = (target - tr.intercept) / tr.slope
     later = [int(s) for s in idx if s >= cross]
     step = later[0] if later else int(idx[-1])
     first, last = int(idx.min()), int(idx.max())
     return ctx.finding(
-        message=f"Steps get slower over the run: {seconds(tr.start)} per step at step {first}, "
-                f"{seconds(tr.end)} at step {last} (+{tr.rel_change:.0%}), "
+        message=f"Steps get slower over the run: {seconds(start)} per step at step {first}, "
+                f"{seconds(end)} at step {last} (+{rel:.0%}), "
                 f"about {seconds(lost)} lost against the starting pace; noticeably slower "
                 f"from step {step}.",
         severity=severity, confidence=0.75 if severity is Severity.ERROR else 0.55,
         cause="slowing_down", step=step,
         evidence=[Evidence(
-            summary=f"Theil-Sen fit of the step time ({times.origin}): {seconds(tr.start)} at "
+            summary=f"{ends} ({times.origin}): {seconds(start)} at "
                     f"step {first} "
-                    f"-> {seconds(tr.end)} at step {last}; slope {tr.slope * 1000:.3g} ms per "
+                    f"-> {seconds(end)} at step {last}; slope {tr.slope * 1000:.3g} ms per "
                     f"step (95% CI {tr.low * 1000:.3g}..{tr.high * 1000:.3g}), median "
                     f"{seconds(stats.median)} over {stats.n} steps",
             source=times.source, steps=(first, last),
-            numbers={"start_s": round(tr.start, 6), "end_s": round(tr.end, 6),
-                     "rel_change": round(tr.rel_change, 4), "slope_s": tr.slope,
+            numbers={"start_s": round(start, 6), "end_s": round(end, 6),
+                     "rel_change": round(rel, 4), "slope_s": tr.slope,
                      "lost_s": round(lost, 3)})],
         advice=["log loss.item() rather than the tensor; clear metric buffers and caches",
                 "watch host and GPU memory across the run: a steady rise is a leak",
