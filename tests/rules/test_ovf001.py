@@ -90,6 +90,17 @@ def test_passes_when_the_train_loss_rises_too() -> None:
     assert not _ovf001(_run(OVERFIT, rising))
 
 
+def test_passes_when_a_rarely_logged_train_loss_rises_too() -> None:
+    """Five train-loss points (an HF run logging every 500 steps) that rise after the eval
+    minimum are enough to tell a divergence from overfitting."""
+    series = {"eval_loss": dict(zip(EVAL_STEPS, OVERFIT, strict=False)),
+              "loss": {20: 1.24, 60: 2.03, 100: 2.16, 140: 1.9, 160: 1.79}}
+    assert not _ovf001(synthetic_run(series))
+    falling = {"eval_loss": series["eval_loss"],
+               "loss": {20: 1.24, 60: 0.9, 100: 0.6, 140: 0.4, 160: 0.3}}
+    assert _ovf001(synthetic_run(falling))
+
+
 def test_passes_on_the_healthy_sample() -> None:
     assert not _ovf001(autopsy.load_run(SAMPLES / "healthy_hf_trainer"))
     assert not _ovf001(autopsy.load_run(SAMPLES / "resumed_after_stop"))

@@ -170,10 +170,13 @@ def _stale(values: np.ndarray, best_i: int, ctx: RuleContext) -> bool:
 
 
 def _train_levels(run: Run, best_step: int, points: int) -> tuple[float | None, float | None]:
-    """The train loss around ``best_step`` and at the end (medians of a few points)."""
+    """The train loss around ``best_step`` and at the end (medians of a few points: of
+    ``points``, or of half the logged points where there are fewer than twice as many,
+    as a run that logs its train loss rarely has)."""
     loss = run.series("loss").sort_index()
     loss = loss[np.isfinite(loss.to_numpy(dtype=float))]
-    if len(loss) < 2 * points:
+    points = min(points, len(loss) // 2)
+    if points < 1:
         return None, None
     i = int(np.searchsorted(loss.index.to_numpy(), best_step))
     lo = max(0, min(i - points // 2, len(loss) - points))
