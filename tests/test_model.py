@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -122,3 +123,22 @@ def test_verdict_headline() -> None:
                 step=31, ranks=(1, 3))
     assert v.headline() == "nan_inf · cause lr_too_high · step 31 · rank 1,3 · NAN001"
     assert Verdict.unknown("why").headline() == "unknown"
+
+
+def test_the_only_training_loss_series_is_the_loss() -> None:
+    """A run whose only training-side ``*loss`` series is ``ctc_loss`` has it as ``loss``
+    (raw tag kept); two parts with no total, or an existing ``loss``, change nothing."""
+    from autopsy.model.scalars import concat_scalars, make_scalars, name_sole_loss
+
+    def frame(*tags: str) -> Any:
+        return concat_scalars([make_scalars([1, 2], t, [2.0, 1.0]) for t in tags])
+
+    named = name_sole_loss(frame("ctc_loss", "val_ctc_loss", "lr"))
+    assert sorted(set(named["tag"].astype(str))) == ["learning_rate", "loss", "val_ctc_loss"]
+    assert set(named.loc[named["tag"] == "loss", "raw_tag"].astype(str)) == {"ctc_loss"}
+    parts = frame("box_loss", "cls_loss")
+    assert name_sole_loss(parts) is parts
+    both = frame("loss", "aux_loss")
+    assert name_sole_loss(both) is both
+    only_eval = frame("val_loss")
+    assert name_sole_loss(only_eval) is only_eval

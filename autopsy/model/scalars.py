@@ -127,3 +127,34 @@ def concat_scalars(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
         else:
             out[col] = pd.concat([f[col] for f in frames], ignore_index=True)
     return pd.DataFrame(out)
+
+
+#: Canonical tag prefixes of evaluation-side series (never taken for the training loss).
+EVAL_PREFIXES: tuple[str, ...] = ("eval", "val", "valid", "test")
+
+
+def name_sole_loss(scalars: pd.DataFrame) -> pd.DataFrame:
+    """Call the run's only training-side ``*loss`` series ``loss`` when none is.
+
+    Writers name the training objective after itself (``ctc_loss`` of a CTC model,
+    ``bce_loss``, ``recon_loss``): where the run has no ``loss`` and exactly one series
+    whose canonical tag ends in ``loss`` and is not an evaluation one, that series is the
+    training loss the rules read. Two or more (``box_loss`` and ``cls_loss`` with no
+    total) stay as they are: none of them alone is the objective. ``raw_tag`` keeps the
+    name as written. Returns ``scalars`` itself when nothing changes.
+    """
+    import numpy as np
+
+    if scalars.empty:
+        return scalars
+    tag = scalars["tag"]
+    codes = tag.cat.codes.to_numpy()
+    present = {str(tag.cat.categories[i]) for i in np.unique(codes[codes >= 0])}
+    if "loss" in present:
+        return scalars
+    losses = [t for t in present if t.endswith("loss") and not t.startswith(EVAL_PREFIXES)]
+    if len(losses) != 1:
+        return scalars
+    out = scalars.copy()
+    out["tag"] = tag.cat.rename_categories({losses[0]: "loss"})
+    return out
