@@ -97,3 +97,14 @@ def test_ultralytics_time_is_elapsed_and_gives_epoch_durations() -> None:
     assert list(durations.index) == [s for s, _ in want]
     assert list(durations.to_numpy()) == pytest.approx([d for _, d in want])
     assert (raw == "time").sum() == 0
+
+
+def test_an_ultralytics_classification_results_csv_is_read_as_ultralytics() -> None:
+    """A classification run's ``results.csv`` (one ``train/loss``, no box/cls parts) is
+    Ultralytics' too: its cumulative ``time`` is not a step time."""
+    folder = PUBLIC / "ultralytics_csv_overfit_volley_pass_cls_val_loss_10x"
+    run = autopsy.load_run(folder)
+    assert [(s.path, s.reader) for s in run.sources] == [("results.csv", "ultralytics_csv")]
+    elapsed = _csv_column(folder / "results.csv", "epoch", "time")
+    durations = run.series("step_time")
+    assert float(durations.sum()) == pytest.approx(elapsed[-1][1] - elapsed[0][1])

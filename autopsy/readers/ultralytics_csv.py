@@ -46,10 +46,13 @@ TXT_COLUMNS: tuple[str, ...] = (
 
 
 def sniff(path: Path) -> bool:
-    """``results.csv`` with YOLO loss columns, or a YOLO ``results.txt``."""
+    """``results.csv`` with YOLO loss columns (``train/box_loss``..., or a classification
+    run's single ``train/loss``), or a YOLO ``results.txt``."""
     if path.name == "results.csv":
         cells = header_of(head(path, SNIFF_HEAD)) or []
-        return any(c.startswith("train/") and c.endswith("_loss") for c in cells)
+        return "epoch" in cells and any(
+            c.startswith("train/") and (c.endswith("_loss") or c == "train/loss")
+            for c in cells)
     if path.name == "results.txt":
         return bool(_TXT_LINE.match(head(path, 512)))
     return False
