@@ -206,6 +206,22 @@ def test_opennmt_py_step_lines(tmp_path: Path) -> None:
     assert _same(_series(s, "learning_rate"), [(509950, 0.0), (510000, 0.0)])
 
 
+def test_an_epoch_summary_line_keeps_its_time_apart_from_step_times(tmp_path: Path) -> None:
+    """The summary after an epoch's batch lines (MEAL-V2's ``Epoch: [46] -- TRAINING
+    SUMMARY  Time 30.68 ...``, as published in its issue 7) is at the epoch's last batch;
+    its time is the epoch's, so it is not a step time."""
+    s = _read(tmp_path, (
+        "Epoch: [46][31/44]\tTime 0.66 (0.71)   Data 0.05 (0.11)   G_Loss 6.529 {6.582, "
+        "6.582}    LR 0.00030\n"
+        "Epoch: [46][41/44]\tTime 0.66 (0.70)   Data 0.06 (0.09)   G_Loss 6.504 {6.568, "
+        "6.568}    LR 0.00030\n"
+        "Epoch: [46] -- TRAINING SUMMARY\tTime 30.68   Data 3.98   G_Loss 6.560     "
+        "D_Loss 0.347\n"), "meal.log")
+    assert _same(_series(s, "step_time"), [(2055, 0.66), (2065, 0.66)])
+    assert _same(_series(s, "epoch_total_time"), [(2067, 30.68)])
+    assert _same(_series(s, "g_loss"), [(2055, 6.529), (2065, 6.504), (2067, 6.56)])
+
+
 def test_json_object_lines(tmp_path: Path) -> None:
     text = ('{"train_lr": 0.0005, "train_loss": 6.91, "test_loss": 6.80, "epoch": 0}\n'
             '{"train_lr": 0.0005, "train_loss": 6.52, "test_loss": 6.61, "epoch": 1}\n'

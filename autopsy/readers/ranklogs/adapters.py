@@ -539,11 +539,13 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
     stateless = ei is None or ei.group(3) is not None
     if ei is not None and step is not None:
         ctx.pos_last = (int(ei.group(1)), step, int(ei.group(3)) if ei.group(3) else None)
+    summary = False  # the summary line of an epoch whose batches were logged
     if step is None:
         e = _EPOCH_MARKER.search(text)
         if e is not None:
             step = int(e.group(1))
             if ctx.pos_last is not None:  # the summary of an epoch whose batches were logged:
+                summary = True
                 stateless = False         # at the epoch's last batch, e x n + n - 1 (the
                 _, at, n = ctx.pos_last   # batch lines may be read by a shape, past ctx)
                 if n:
@@ -578,6 +580,8 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
             uniq.append((key, _float(m.group(2))))
     if not any(w in k.lower() for k, _ in uniq for w in LOSS_WORDS):
         return None
+    if summary:  # its times are the whole epoch's, not one step's
+        uniq = [(f"epoch_total_{k}" if "time" in k.lower() else k, v) for k, v in uniq]
     if evaluation:
         uniq = [(k if k.lower().startswith(("val", "test", "eval")) else f"val_{k}", v)
                 for k, v in uniq]

@@ -29,10 +29,12 @@ class RunStalls:
             and len(self.stalls.steps) >= 3)
 
 
-def run_stalls(run: Run, ctx: RuleContext) -> RunStalls | None:
-    """The stalls of the lowest rank (or the single process); None when there are none."""
+def run_stalls(run: Run, ctx: RuleContext, min_count: int | None = None) -> RunStalls | None:
+    """The stalls of the lowest rank (or the single process); None when there are fewer
+    than ``min_count`` (default: the ``min_count`` threshold)."""
+    count = int(ctx["min_count"]) if min_count is None else min_count
     key = ("slow.stalls", int(ctx["skip_first"]), float(ctx["ratio"]), float(ctx["min_extra_s"]),
-           float(ctx["min_score"]), int(ctx["min_count"]))
+           float(ctx["min_score"]), count)
     if key in ctx.shared:
         return ctx.shared[key]  # type: ignore[no-any-return]
     out = None
@@ -40,7 +42,7 @@ def run_stalls(run: Run, ctx: RuleContext) -> RunStalls | None:
     if times is not None:
         periods = config_periods(run)
         found = find_stalls(times, ratio=float(ctx["ratio"]), min_extra=float(ctx["min_extra_s"]),
-                            min_score=float(ctx["min_score"]), min_count=int(ctx["min_count"]),
+                            min_score=float(ctx["min_score"]), min_count=count,
                             periods=periods)
         if found is not None:
             out = RunStalls(times, found, periods)

@@ -25,8 +25,9 @@ def irregular_stalls(run: Run, ctx: RuleContext) -> Finding | None:
         Some steps take far longer than the median step (the same test as SLOW003:
         at least ``min_extra_s`` seconds and ``ratio - 1`` median steps beyond the
         median pace, ``min_score`` robust deviations above it, ``min_count`` times or
-        more), but not on a period nor
-        on the config's save or eval interval. Their cost, the time above the
+        more; fewer when they took at least ``lone_share`` of the run's step time and
+        ``lone_min_s`` seconds), but
+        not on a period nor on the config's save or eval interval. Their cost, the time above the
         median, is an error from ``share`` of the run's step time, a warning from
         ``warn_share``. The first ``skip_first`` steps of each segment are left out.
 
@@ -48,7 +49,12 @@ def irregular_stalls(run: Run, ctx: RuleContext) -> Finding | None:
         lost with its share of the run.
     """
     found = run_stalls(run, ctx)
-    if found is None or found.periodic:
+    if found is None:  # one or two stalls: a finding only when they took most of the run
+        found = run_stalls(run, ctx, min_count=1)
+        if (found is None or found.stalls.share < ctx["lone_share"]
+                or found.stalls.extra_seconds < ctx["lone_min_s"]):
+            return None
+    if found.periodic:
         return None
     st = found.stalls
     if st.share < ctx["warn_share"]:
@@ -57,7 +63,8 @@ def irregular_stalls(run: Run, ctx: RuleContext) -> Finding | None:
     times = found.times
     lengths = [float(times.seconds[s]) * int(times.gaps[s]) for s in st.steps]
     return ctx.finding(
-        message=f"{len(st.steps)} stalls at irregular steps from step {st.steps[0]} cost "
+        message=f"{len(st.steps)} stall{'s' if len(st.steps) != 1 else ''} at irregular "
+                f"steps from step {st.steps[0]} cost "
                 f"{seconds(st.extra_seconds)}, {st.share:.0%} of the run's step time "
                 f"(median step {seconds(st.median)}, longest stall {seconds(max(lengths))}).",
         severity=severity, confidence=0.6, cause="irregular_stall", step=st.steps[0],

@@ -191,5 +191,15 @@ SLOW006: dict[str, Threshold] = {
     "warn_share": Threshold(0.05, (
         "Below 5% of the run's step time irregular stalls are not reported (a few slow reads "
         "or pauses are part of running on shared machines); from 5% they are a warning.")),
+    "lone_share": Threshold(0.5, (
+        "Fewer than min_count stalls (one or two) are a finding only when they took at least "
+        "half of the run's step time: one pause longer than all the training around it (an "
+        "epoch of 14 hours among epochs of 14 seconds) is what a practitioner calls a stalled "
+        "run, while one or two shorter ones are the hiccups min_count is there to ignore.")),
+    "lone_min_s": Threshold(600.0, (
+        "One or two stalls must also have cost at least 10 minutes: a single pause of seconds "
+        "or a few minutes is a checkpoint save, an evaluation or a slow read, even in a short "
+        "excerpt whose few steps it outweighs; one of ten minutes or more held the run up "
+        "beyond any routine pause.")),
     **SKIP_FIRST,
 }
