@@ -74,3 +74,24 @@ FLAT: dict[str, Threshold] = {
         "the coincidence of a real plateau.")),
     **LR_REGIME,
 }
+
+#: FLAT006 eval-accuracy-frozen (its own test, not the flat-loss analysis above).
+FLAT006: dict[str, Threshold] = {
+    "min_evals": Threshold(5, (
+        "At least 5 finite eval accuracies: on fewer, a model that converged at its first "
+        "evaluation and a model that never moved look the same.")),
+    "frozen_share": Threshold(0.75, (
+        "At least 3/4 of the evals give exactly the first eval's accuracy (to frozen_rel): the "
+        "model's predictions on the eval set never got better than at the first evaluation. "
+        "A model that learns changes some predictions between evaluations, so its accuracy "
+        "moves in the later digits; one that outputs the majority class for every input "
+        "scores the class's share every time. A quarter is left to a few evals where a "
+        "handful of predictions flipped and flipped back.")),
+    "frozen_rel": Threshold(1e-6, (
+        "Two accuracies within 1e-6 (relative) are the same: float32 logging rounds the same "
+        "count of correct predictions to within a few 1e-8, while one prediction out of a "
+        "million differs by 1e-6.")),
+    "max_accuracy": Threshold(0.999, (
+        "An eval accuracy frozen at 0.999 or above is a solved eval set (every prediction "
+        "right from the first evaluation on), not a stuck model.")),
+}
