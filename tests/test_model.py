@@ -142,3 +142,19 @@ def test_the_only_training_loss_series_is_the_loss() -> None:
     assert name_sole_loss(both) is both
     only_eval = frame("val_loss")
     assert name_sole_loss(only_eval) is only_eval
+
+
+def test_a_keras_multi_output_models_only_accuracies_are_its_accuracies() -> None:
+    """Keras names a multi-output model's metrics after the output (``out_caps_acc``,
+    ``val_out_caps_acc``): the only training-side and the only eval-side accuracy are the
+    run's accuracy and eval accuracy; two (top-1 and top-5) stay as they are."""
+    from autopsy.model.scalars import concat_scalars, make_scalars, name_sole_loss
+
+    def frame(*tags: str) -> Any:
+        return concat_scalars([make_scalars([1, 2], t, [0.5, 0.6]) for t in tags])
+
+    named = name_sole_loss(frame("loss", "out_caps_acc", "val_out_caps_acc", "val_loss"))
+    assert sorted(set(named["tag"].astype(str))) == ["accuracy", "eval_accuracy",
+                                                     "eval_loss", "loss"]
+    two = frame("loss", "top1_acc", "top5_acc")
+    assert name_sole_loss(two) is two

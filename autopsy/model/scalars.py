@@ -133,15 +133,27 @@ def concat_scalars(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 EVAL_PREFIXES: tuple[str, ...] = ("eval", "val", "valid", "test")
 
 
+#: (canonical name, evaluation side?, endings): a run without the name whose only series
+#: of that side with one of the endings is taken for it (:func:`name_sole_loss`).
+SOLE_SERIES: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
+    ("loss", False, ("loss",)),
+    ("accuracy", False, ("_acc", "accuracy")),
+    ("eval_accuracy", True, ("_acc", "accuracy")),
+)
+
+
 def name_sole_loss(scalars: pd.DataFrame) -> pd.DataFrame:
-    """Call the run's only training-side ``*loss`` series ``loss`` when none is.
+    """Call the run's only training-side ``*loss`` series ``loss`` when none is (and the
+    same for the training and eval accuracy: :data:`SOLE_SERIES`).
 
     Writers name the training objective after itself (``ctc_loss`` of a CTC model,
-    ``bce_loss``, ``recon_loss``): where the run has no ``loss`` and exactly one series
-    whose canonical tag ends in ``loss`` and is not an evaluation one, that series is the
-    training loss the rules read. Two or more (``box_loss`` and ``cls_loss`` with no
-    total) stay as they are: none of them alone is the objective. ``raw_tag`` keeps the
-    name as written. Returns ``scalars`` itself when nothing changes.
+    ``bce_loss``, ``recon_loss``) and Keras names a multi-output model's metrics after the
+    output (``out_caps_acc``, ``val_out_caps_acc``): where the run has no ``loss`` and
+    exactly one series whose canonical tag ends in ``loss`` and is not an evaluation one,
+    that series is the training loss the rules read. Two or more (``box_loss`` and
+    ``cls_loss`` with no total, ``top1_acc`` and ``top5_acc``) stay as they are: none of
+    them alone is the quantity. ``raw_tag`` keeps the name as written. Returns ``scalars``
+    itself when nothing changes.
     """
     import numpy as np
 
@@ -150,11 +162,16 @@ def name_sole_loss(scalars: pd.DataFrame) -> pd.DataFrame:
     tag = scalars["tag"]
     codes = tag.cat.codes.to_numpy()
     present = {str(tag.cat.categories[i]) for i in np.unique(codes[codes >= 0])}
-    if "loss" in present:
-        return scalars
-    losses = [t for t in present if t.endswith("loss") and not t.startswith(EVAL_PREFIXES)]
-    if len(losses) != 1:
+    renames: dict[str, str] = {}
+    for name, evaluation, endings in SOLE_SERIES:
+        if name in present:
+            continue
+        found = [t for t in present if t.endswith(endings) and t not in renames
+                 and t.startswith(EVAL_PREFIXES) == evaluation]
+        if len(found) == 1:
+            renames[found[0]] = name
+    if not renames:
         return scalars
     out = scalars.copy()
-    out["tag"] = tag.cat.rename_categories({losses[0]: "loss"})
+    out["tag"] = tag.cat.rename_categories(renames)
     return out

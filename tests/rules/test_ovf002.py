@@ -32,7 +32,7 @@ def test_fires_when_val_accuracy_falls_as_train_accuracy_rises(tmp_path: Path) -
     assert (d.verdict.code, d.verdict.cause, d.verdict.step) == ("OVF002", "overfitting", 2)
     (f,) = [f for f in d.findings if f.code == "OVF002"]
     assert f.evidence[0].numbers["evals_after"] == 3
-    assert f.evidence[1].tag == "train_accuracy"
+    assert f.evidence[1].tag == "accuracy"  # the only training accuracy (Train-accuracy)
 
 
 def test_near_miss_a_dip_that_comes_back_passes(tmp_path: Path) -> None:
