@@ -4,7 +4,8 @@ Every FLAT rule calls :func:`flat_loss` and fires only when the cause it returns
 own, so exactly one of them explains a flat run. The causes are tried in this order,
 each excluding the next:
 
-1. ``labels_masked``: the loss is 0 at every point (``|loss| <= zero_loss``), or
+1. ``labels_masked``: the loss is 0 at every point (``|loss| <= zero_loss``; with a grad
+   norm of 0 at every point too, from a single logged point on), or
    constant to ``const_rel`` of its level with zero gradients (grad norm absent, at most
    ``zero_grad_norm``, or not finite while the loss reads 0: the HF Trainer's NaN
    filter logs 0 for a NaN loss);
@@ -233,8 +234,27 @@ def flat_loss(run: Run, t: Mapping[str, Any]) -> FlatLoss | None:
     and has not stopped changing at its end (:func:`_stuck_tail`)."""
     tag = judged_loss(run)
     loss = run.series(tag)
-    found = _flat_plateau(run, loss, t) or _stuck_tail(run, loss, t)
+    found = _flat_plateau(run, loss, t) or _stuck_tail(run, loss, t) or _no_signal(run, loss, t)
     return replace(found, tag=tag) if found is not None and tag != "loss" else found
+
+
+def _no_signal(run: Run, loss: Any, t: Mapping[str, Any]) -> FlatLoss | None:
+    """A loss of 0 with a grad norm of 0 at every logged point, however few (the plateau
+    and stuck-loss tests need several): no training signal at all (labels_masked)."""
+    y = loss.to_numpy(dtype=float)
+    if y.size == 0 or not np.isfinite(y).all() or not np.all(np.abs(y) <= t["zero_loss"]):
+        return None
+    steps = loss.index.to_numpy()
+    first, last = int(steps[0]), int(steps[-1])
+    grad = _grad(run, first, last)
+    if grad is None or grad.n == 0 or grad.non_finite or grad.max > t["zero_grad_norm"]:
+        return None
+    plateau = Plateau(is_flat=True, slope=0.0, rel_change=0.0, noise=0.0, start_level=0.0,
+                      end_level=0.0, n=int(y.size))
+    return FlatLoss(plateau=plateau, initial=float(y[0]), level=0.0, first_step=first,
+                    last_step=last, n=int(y.size), zero=True, constant=True, grad=grad,
+                    lr=peak_lr(run), regime=lr_regime(run, t), chance=None,
+                    cause="labels_masked")
 
 
 def judged_loss(run: Run) -> str:
