@@ -112,3 +112,17 @@ def test_near_miss_passes_over_a_loss_below_zero_that_keeps_falling() -> None:
     # fall of such a loss vouches for the run
     d = diagnose(synthetic_run({"loss": [-3.4e4 * (1 + i) ** 2 for i in range(20)]}))
     assert all(f.code != "HLT001" for f in d.findings)
+
+
+def test_near_miss_passes_over_a_loss_that_fell_then_turned_back_up() -> None:
+    # a 13B fine-tune at LR 5e-4: 1.36 -> 0.48, then the loss climbs back to 0.8-1.0 (the
+    # start of a divergence); first to last it still fell 35%
+    loss = [1.36, 1.1, 0.9, 0.7, 0.55, 0.48, 0.5, 0.66, 1.04, 0.82]
+    d = diagnose(synthetic_run({"loss": loss}))
+    assert all(f.code != "HLT001" for f in d.findings)
+
+
+def test_fires_on_a_noisy_loss_that_ends_near_its_best() -> None:
+    loss = [2.0, 1.6, 1.3, 1.1, 0.9, 0.95, 0.85, 0.9, 0.88, 0.92, 0.86, 0.9]
+    d = diagnose(synthetic_run({"loss": loss}))
+    assert (d.verdict.family, d.verdict.code) == (Family.HEALTHY, "HLT001")

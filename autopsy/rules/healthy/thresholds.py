@@ -21,6 +21,12 @@ HLT001: dict[str, Threshold] = {
         "above the epoch-to-epoch noise of epoch averages, and well below the fall of any "
         "run that learns. It is the same 5% within which the FLAT rules call a loss flat "
         "(flat_rel_tol).")),
+    "max_end_rise": Threshold(0.3, (
+        "The loss over the last quarter of the points must be within 30% of its best stretch "
+        "(the lowest running median over a quarter of the points): a loss that fell and then "
+        "climbed back a third above its best is turning into a divergence, not healthy, "
+        "however far it fell first. 30% is DIV001's min_rel_rise, the rise it calls a "
+        "divergence.")),
     "max_overflow_skips": Threshold(10, (
         "At most 10 non-finite grad norms, read as skipped fp16 steps: a loss scaler skips "
         "the steps whose gradients overflow while it finds its scale, and the HF Trainer logs "
