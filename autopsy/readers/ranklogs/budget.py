@@ -66,11 +66,11 @@ def thin_mask(rank: np.ndarray, tag: np.ndarray, segment: np.ndarray,
     n = len(value)
     if n <= BUCKET:
         return np.ones(n, dtype=bool)
-    native = compiled()
+    native = getattr(compiled(), "thin_keep", None)  # None: not built, or built before it
     if native is not None:
         keys, nseries = _series_keys(rank, tag, segment)
         out = np.zeros(n, dtype=np.uint8)
-        native.thin_keep(keys, np.ascontiguousarray(value, dtype=np.float64), nseries, out)
+        native(keys, np.ascontiguousarray(value, dtype=np.float64), nseries, out)
         return out.view(bool)
     order = _series_order(rank, tag, segment)
     r, t, s = rank[order], tag[order], segment[order]
