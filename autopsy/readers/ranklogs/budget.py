@@ -107,23 +107,30 @@ def thin_mask(rank: np.ndarray, tag: np.ndarray, segment: np.ndarray,
     return mask
 
 
-def _series_keys(rank: np.ndarray, tag: np.ndarray,
-                 segment: np.ndarray) -> tuple[np.ndarray, int]:
-    """Each point's series as a number from 0 (int64), and how many numbers there are
-    (for the compiled pass, which keeps one state per number)."""
+def _packed_key(rank: np.ndarray, tag: np.ndarray,
+                segment: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """``(rank, tag, segment)`` packed into one int64 per point, ordered by rank, then tag,
+    then segment, with the number of possible keys; None when they do not fit in 62 bits."""
     key = np.zeros(len(rank), dtype=np.int64)
     span = 1
-    for col in (segment, tag, rank):
+    for col in (segment, tag, rank):  # least significant first
         col = np.asarray(col, dtype=np.int64)
         low, high = int(col.min()), int(col.max())
         width = high - low + 1
         if span * width >= 2 ** 62:
-            break
+            return None
         key += (col - low) * span
         span *= width
-    else:
-        if span <= _DIRECT_SERIES:
-            return key, span
+    return key, span
+
+
+def _series_keys(rank: np.ndarray, tag: np.ndarray,
+                 segment: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each point's series as a number from 0 (int64), and how many numbers there are
+    (for the compiled pass, which keeps one state per number)."""
+    packed = _packed_key(rank, tag, segment)
+    if packed is not None and packed[1] <= _DIRECT_SERIES:
+        return packed
     stacked = np.stack([np.asarray(c, dtype=np.int64) for c in (rank, tag, segment)], axis=1)
     _, inverse = np.unique(stacked, axis=0, return_inverse=True)
     inverse = np.ascontiguousarray(inverse.reshape(-1), dtype=np.int64)
@@ -133,16 +140,10 @@ def _series_keys(rank: np.ndarray, tag: np.ndarray,
 def _series_order(rank: np.ndarray, tag: np.ndarray, segment: np.ndarray) -> np.ndarray:
     """A stable order grouping equal ``(rank, tag, segment)`` keys (series in order of
     rank, tag, segment; points in input order within each)."""
-    key = np.zeros(len(rank), dtype=np.int64)
-    span = 1
-    for col in (segment, tag, rank):  # least significant first
-        col = np.asarray(col, dtype=np.int64)
-        low, high = int(col.min()), int(col.max())
-        width = high - low + 1
-        if span * width >= 2 ** 62:
-            return np.lexsort((np.arange(len(rank)), segment, tag, rank))
-        key += (col - low) * span
-        span *= width
+    packed = _packed_key(rank, tag, segment)
+    if packed is None:
+        return np.lexsort((np.arange(len(rank)), segment, tag, rank))
+    key, span = packed
     if span <= 2 ** 16:  # numpy's stable sort of 16-bit keys is a radix sort
         return np.argsort(key.astype(np.uint16), kind="stable")
     return np.argsort(key, kind="stable")
