@@ -14,7 +14,7 @@ from autopsy.model.config import RunConfig, as_flag
 from autopsy.model.events import empty_events
 from autopsy.model.problem import Problem
 from autopsy.model.run import Run, SourceInfo
-from autopsy.model.scalars import concat_scalars, name_sole_loss
+from autopsy.model.scalars import concat_scalars, name_sole_series
 from autopsy.readers.base import RunPart
 from autopsy.readers.discover import Discovery, discover, reader_modules
 from autopsy.readers.reconcile import align_segments, merge_duplicates
@@ -116,7 +116,7 @@ def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) ->
         follower_sources=[s.path for s in sources if s.reader == "trainer_state"],
         leader_sources=[s.path for s in sources if s.reader == "tensorboard"],
     )
-    scalars = name_sole_loss(merge_duplicates(scalars, {s.path: s.reader for s in sources}))
+    scalars = name_sole_series(merge_duplicates(scalars, {s.path: s.reader for s in sources}))
     checkpoints = (_audit_checkpoints(root, problems, fp16=_fp16(config))
                    if len(starts) == 1 else [])
     run = Run(

@@ -125,36 +125,45 @@ def test_verdict_headline() -> None:
     assert Verdict.unknown("why").headline() == "unknown"
 
 
+def _tags_frame(*tags: str) -> Any:
+    """A scalars frame of two points per tag."""
+    from autopsy.model.scalars import concat_scalars, make_scalars
+
+    return concat_scalars([make_scalars([1, 2], t, [2.0, 1.0]) for t in tags])
+
+
 def test_the_only_training_loss_series_is_the_loss() -> None:
     """A run whose only training-side ``*loss`` series is ``ctc_loss`` has it as ``loss``
-    (raw tag kept); two parts with no total, or an existing ``loss``, change nothing."""
-    from autopsy.model.scalars import concat_scalars, make_scalars, name_sole_loss
+    (raw tag kept); two parts with no total, an existing ``loss`` or an eval loss alone
+    change nothing."""
+    from autopsy.model.scalars import name_sole_series
 
-    def frame(*tags: str) -> Any:
-        return concat_scalars([make_scalars([1, 2], t, [2.0, 1.0]) for t in tags])
-
-    named = name_sole_loss(frame("ctc_loss", "val_ctc_loss", "lr"))
+    named = name_sole_series(_tags_frame("ctc_loss", "val_ctc_loss", "lr"))
     assert sorted(set(named["tag"].astype(str))) == ["learning_rate", "loss", "val_ctc_loss"]
     assert set(named.loc[named["tag"] == "loss", "raw_tag"].astype(str)) == {"ctc_loss"}
-    parts = frame("box_loss", "cls_loss")
-    assert name_sole_loss(parts) is parts
-    both = frame("loss", "aux_loss")
-    assert name_sole_loss(both) is both
-    only_eval = frame("val_loss")
-    assert name_sole_loss(only_eval) is only_eval
+    for unchanged in (("box_loss", "cls_loss"), ("loss", "aux_loss"), ("val_loss",)):
+        frame = _tags_frame(*unchanged)
+        assert name_sole_series(frame) is frame
+
+
+def test_a_leftover_empty_category_does_not_block_the_name() -> None:
+    """A ``loss`` category with no rows left (rows filtered away) is no ``loss`` series."""
+    from autopsy.model.scalars import name_sole_series
+
+    frame = _tags_frame("ctc_loss", "loss")
+    frame = frame[frame["tag"] != "loss"]
+    assert set(name_sole_series(frame)["tag"].astype(str)) == {"loss"}
 
 
 def test_a_keras_multi_output_models_only_accuracies_are_its_accuracies() -> None:
     """Keras names a multi-output model's metrics after the output (``out_caps_acc``,
     ``val_out_caps_acc``): the only training-side and the only eval-side accuracy are the
     run's accuracy and eval accuracy; two (top-1 and top-5) stay as they are."""
-    from autopsy.model.scalars import concat_scalars, make_scalars, name_sole_loss
+    from autopsy.model.scalars import name_sole_series
 
-    def frame(*tags: str) -> Any:
-        return concat_scalars([make_scalars([1, 2], t, [0.5, 0.6]) for t in tags])
-
-    named = name_sole_loss(frame("loss", "out_caps_acc", "val_out_caps_acc", "val_loss"))
+    named = name_sole_series(_tags_frame("loss", "out_caps_acc", "val_out_caps_acc",
+                                         "val_loss"))
     assert sorted(set(named["tag"].astype(str))) == ["accuracy", "eval_accuracy",
                                                      "eval_loss", "loss"]
-    two = frame("loss", "top1_acc", "top5_acc")
-    assert name_sole_loss(two) is two
+    two = _tags_frame("loss", "top1_acc", "top5_acc")
+    assert name_sole_series(two) is two

@@ -129,12 +129,12 @@ def concat_scalars(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-#: Canonical tag prefixes of evaluation-side series (never taken for the training loss).
+#: Canonical tag prefixes of evaluation-side series (:data:`SOLE_SERIES`).
 EVAL_PREFIXES: tuple[str, ...] = ("eval", "val", "valid", "test")
 
 
 #: (canonical name, evaluation side?, endings): a run without the name whose only series
-#: of that side with one of the endings is taken for it (:func:`name_sole_loss`).
+#: of that side with one of the endings is taken for it (:func:`name_sole_series`).
 SOLE_SERIES: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
     ("loss", False, ("loss",)),
     ("accuracy", False, ("_acc", "accuracy")),
@@ -142,32 +142,29 @@ SOLE_SERIES: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
 )
 
 
-def name_sole_loss(scalars: pd.DataFrame) -> pd.DataFrame:
-    """Call the run's only training-side ``*loss`` series ``loss`` when none is (and the
-    same for the training and eval accuracy: :data:`SOLE_SERIES`).
+def name_sole_series(scalars: pd.DataFrame) -> pd.DataFrame:
+    """Give the run's ``loss``, ``accuracy`` and ``eval_accuracy`` the only series that
+    can be each, where the run has none by that name (:data:`SOLE_SERIES`).
 
     Writers name the training objective after itself (``ctc_loss`` of a CTC model,
     ``bce_loss``, ``recon_loss``) and Keras names a multi-output model's metrics after the
     output (``out_caps_acc``, ``val_out_caps_acc``): where the run has no ``loss`` and
-    exactly one series whose canonical tag ends in ``loss`` and is not an evaluation one,
-    that series is the training loss the rules read. Two or more (``box_loss`` and
-    ``cls_loss`` with no total, ``top1_acc`` and ``top5_acc``) stay as they are: none of
-    them alone is the quantity. ``raw_tag`` keeps the name as written. Returns ``scalars``
-    itself when nothing changes.
+    exactly one training-side series whose canonical tag ends in ``loss``, that series is
+    the training loss the rules read (likewise the accuracies). Two or more (``box_loss``
+    and ``cls_loss`` with no total, ``top1_acc`` and ``top5_acc``) stay as they are: none
+    of them alone is the quantity. ``raw_tag`` keeps the name as written. Returns
+    ``scalars`` itself when nothing changes.
     """
-    import numpy as np
-
     if scalars.empty:
         return scalars
-    tag = scalars["tag"]
-    codes = tag.cat.codes.to_numpy()
-    present = {str(tag.cat.categories[i]) for i in np.unique(codes[codes >= 0])}
+    tag = scalars["tag"].cat.remove_unused_categories()  # a new name must not be one
+    present = {str(c) for c in tag.cat.categories}
     renames: dict[str, str] = {}
     for name, evaluation, endings in SOLE_SERIES:
         if name in present:
             continue
-        found = [t for t in present if t.endswith(endings) and t not in renames
-                 and t.startswith(EVAL_PREFIXES) == evaluation]
+        found = [t for t in present
+                 if t.endswith(endings) and t.startswith(EVAL_PREFIXES) == evaluation]
         if len(found) == 1:
             renames[found[0]] = name
     if not renames:
