@@ -108,3 +108,19 @@ def test_an_ultralytics_classification_results_csv_is_read_as_ultralytics() -> N
     elapsed = _csv_column(folder / "results.csv", "epoch", "time")
     durations = run.series("step_time")
     assert float(durations.sum()) == pytest.approx(elapsed[-1][1] - elapsed[0][1])
+
+
+def test_a_bad_time_cell_costs_only_its_own_epoch_durations(tmp_path: Path) -> None:
+    """One ``time`` cell that is ``nan`` (a corrupted copy of the published file): its
+    epoch and the next lose their durations, the later ones keep theirs."""
+    lines = (PUBLIC / "ultralytics_csv_healthy_helmet_yolo_50ep" / "results.csv").read_text(
+        encoding="utf-8").splitlines()
+    cells = lines[3].split(",")  # epoch 3
+    cells[1] = "nan"
+    lines[3] = ",".join(cells)
+    run_dir = tmp_path / "exp"
+    run_dir.mkdir()
+    (run_dir / "results.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    steps = list(autopsy.load_run(run_dir).series("step_time").index)
+    assert 3 not in steps and 4 not in steps and 5 in steps and steps[-1] == 50
+    assert len(steps) == 47

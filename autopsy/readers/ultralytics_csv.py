@@ -102,10 +102,10 @@ def _read_csv(path: Path, table: Table) -> None:
                 continue
             if name == "time":  # seconds since training started, not the epoch's time
                 table.add(step, "elapsed_time", v)
-                if elapsed is not None and v >= elapsed:
+                if elapsed is not None and math.isfinite(v) and v >= elapsed:
                     table.add(step, "epoch_time", v - elapsed)
-                elapsed = v
-                continue
+                elapsed = v if math.isfinite(v) else None  # a bad cell: no duration up to
+                continue                                   # it nor from it
             table.add(step, name, v)
             for prefix in parts:
                 if name.startswith(prefix + "/") and name.endswith("_loss"):

@@ -102,8 +102,8 @@ def _trend_finding(run: Run, ctx: RuleContext, times: StepTimes) -> Finding | No
         # a rise that speeds up (a leak that compounds): the straight line crosses zero
         # inside the run, so its ends are no step times; the medians of the first and last
         # quarters of the step times (stalls left out) are
-        dropped = set(stalls.stalls.steps) if stalls else set()
-        kept = times.seconds[[int(i) not in dropped for i in idx]].to_numpy(dtype="float64")
+        dropped = list(stalls.stalls.steps) if stalls else []
+        kept = times.seconds[~idx.isin(dropped)].to_numpy(dtype="float64")
         quarter = max(1, len(kept) // 4)
         start, end = float(np.median(kept[:quarter])), float(np.median(kept[-quarter:]))
         if not start > 0:
