@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from runs import synthetic_run
 
 from autopsy.api import diagnose
@@ -125,4 +126,16 @@ def test_near_miss_passes_over_a_loss_that_fell_then_turned_back_up() -> None:
 def test_fires_on_a_noisy_loss_that_ends_near_its_best() -> None:
     loss = [2.0, 1.6, 1.3, 1.1, 0.9, 0.95, 0.85, 0.9, 0.88, 0.92, 0.86, 0.9]
     d = diagnose(synthetic_run({"loss": loss}))
+    assert (d.verdict.family, d.verdict.code) == (Family.HEALTHY, "HLT001")
+
+
+def test_fires_on_a_long_noisy_floor_with_one_luckier_stretch() -> None:
+    # a loss that fell to a noisy floor; one stretch of the floor (as long as a quarter of
+    # the run) sits lower by chance, as the extremes a thinned long log keeps can: the
+    # end is near the floor's typical level, so the fall holds
+    fall = list(np.linspace(2.5, 0.006, 40))
+    lucky = [0.002, 0.006] * 50
+    floor = [0.003, 0.009] * 80
+    end = [0.0045, 0.0065] * 50
+    d = diagnose(synthetic_run({"loss": fall + lucky + floor + end}))
     assert (d.verdict.family, d.verdict.code) == (Family.HEALTHY, "HLT001")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
@@ -101,7 +100,7 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
         start, end, how = trend.start, trend.end, " (Theil-Sen line, slope < 0 at 95%)"
     # the fall must hold at the end: a loss whose last quarter is far above its best
     # stretch turned back up (the start of a divergence), whatever it fell from first
-    best = float(pd.Series(values).rolling(quarter, min_periods=1).median().min())
+    best = min(float(np.median(part)) for part in np.array_split(values, 4) if part.size)
     if best > 0 and float(np.median(values[-quarter:])) > best * (1 + ctx["max_end_rise"]):
         return None
     steps = loss.index.to_numpy()

@@ -23,7 +23,9 @@ HLT001: dict[str, Threshold] = {
         "(flat_rel_tol).")),
     "max_end_rise": Threshold(0.3, (
         "The loss over the last quarter of the points must be within 30% of its best stretch "
-        "(the lowest running median over a quarter of the points): a loss that fell and then "
+        "(the lowest median of the four quarters: a running minimum would pick the luckiest "
+        "window, and a long run thinned to the point budget keeps each bucket's extremes): a "
+        "loss that fell and then "
         "climbed back a third above its best is turning into a divergence, not healthy, "
         "however far it fell first. 30% is DIV001's min_rel_rise, the rise it calls a "
         "divergence.")),
