@@ -99,6 +99,29 @@ def test_fires_on_a_steady_climb_of_an_epoch_level_loss() -> None:
     assert f.step == 5
 
 
+def test_fires_on_a_sparse_loss_that_never_came_back() -> None:
+    # keras-team/keras#7603 as pasted: epochs 15, 16, 380, 381 and 800 of cifar10_cnn; five
+    # points, fewer than min_points, both losses up from epoch 16 on
+    loss = [0.905, 0.8906, 1.5519, 1.5416, 1.8483]
+    val = [0.7667, 0.7404, 1.425, 1.5032, 1.9454]
+    (f,) = _div001(synthetic_run({"loss": loss, "eval_loss": val}))
+    assert f.step == 3 and f.severity is Severity.ERROR  # steps count from 1
+    assert "only 5 loss points" in f.message
+    assert any(e.tag == "eval_loss" for e in f.evidence)
+
+
+def test_near_miss_passes_over_sparse_losses_that_are_not_a_divergence() -> None:
+    # one point after the best comes back near it
+    assert not _div001(synthetic_run({"loss": [1.2, 0.9, 1.5, 0.95, 1.6]}))
+    # the train loss rose but the eval loss kept falling: no overshoot
+    assert not _div001(synthetic_run({"loss": [1.0, 0.9, 1.5, 1.6, 1.7],
+                                      "eval_loss": [2.0, 1.8, 1.6, 1.5, 1.4]}))
+    # three points: one bad epoch cannot be told from a rise
+    assert not _div001(synthetic_run({"loss": [0.9, 1.5, 1.8]}))
+    # one point after the best
+    assert not _div001(synthetic_run({"loss": [2.0, 1.5, 1.2, 1.0, 1.9]}))
+
+
 def test_near_miss_passes_over_a_converged_loss_drifting_near_zero() -> None:
     # from 2.0 to 0.0006, then a drift to 0.0012: twice the floor, nothing lost that matters
     loss = [*np.geomspace(2.0, 0.0006, 40), *np.linspace(0.0006, 0.0012, 10)]

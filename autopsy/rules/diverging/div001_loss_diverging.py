@@ -94,8 +94,10 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
     if first_non_finite(loss) is not None or first_non_finite(run.series("grad_norm")) is not None:
         return None  # NaN/Inf: the NaN rules own this run
     values = loss.to_numpy(dtype=float)
-    if len(values) < ctx["min_points"] or not (values > 0).all():
-        return None  # too short, or a loss whose ratios mean nothing (zero or negative)
+    if not (values > 0).all():
+        return None  # a loss whose ratios mean nothing (zero or negative)
+    if len(values) < ctx["min_points"]:
+        return _sparse_rise(run, ctx, loss)
     logs = np.log(values)
     width = max(int(ctx["smooth_points"]), len(values) // int(ctx["smooth_fraction"]))
     sm = np.exp(pd.Series(logs).rolling(width, center=True, min_periods=1).median().to_numpy())
@@ -192,6 +194,71 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
 
     confidence = 0.6 + 0.15 * rising + 0.15 * (ratio >= ctx["explode_ratio"]) \
         + min(0.1, n_rise / 100) - 0.2 * late
+    return ctx.finding(
+        message=message, severity=Severity.ERROR, confidence=confidence, cause="lr_too_high",
+        step=start_step, evidence=evidence,
+        advice=_advice(run, point, start_step, best_step, last_step, late),
+    )
+
+
+def _sparse_rise(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:
+    """A divergence on a loss logged too few times to smooth: every point after the best up.
+
+    An epoch-level log, or a loss logged every 500 steps, has fewer than ``min_points``
+    points; from ``min_sparse_points`` on, a loss none of whose points after its best came
+    back within ``min_rel_rise`` of it (at least ``min_explode_points`` of them) rose and
+    stayed up. When an eval loss is logged it must have risen by ``min_trend_rise`` from
+    its own best as well: a train loss that rises while the eval loss keeps falling is a
+    changed objective or augmentation, not an optimizer overshooting.
+    """
+    values = loss.to_numpy(dtype=float)
+    steps = loss.index.to_numpy()
+    if len(values) < ctx["min_sparse_points"]:
+        return None
+    best_i = int(np.argmin(values))
+    base = float(values[best_i])
+    after = values[best_i + 1:]
+    need = 1 + ctx["min_rel_rise"]
+    if len(after) < ctx["min_explode_points"] or not (after >= base * need).all():
+        return None
+    evidence: list[Evidence] = []
+    ev = run.series("eval_loss").dropna()
+    ev = ev[np.isfinite(ev.to_numpy(dtype=float))]
+    if len(ev) >= 2:
+        ev_best_i = int(np.argmin(ev.to_numpy(dtype=float)))
+        ev_best, ev_end = float(ev.iloc[ev_best_i]), float(ev.iloc[-1])
+        if ev_best_i == len(ev) - 1 or ev_end < ev_best * (1 + ctx["min_trend_rise"]):
+            return None
+        evidence.append(Evidence(
+            summary=f"eval loss up too: best {ev_best:.4g} (step {int(ev.index[ev_best_i])}), "
+                    f"{ev_end:.4g} at the end ({ev_end / ev_best:.3g}x)",
+            tag="eval_loss", steps=(int(ev.index[ev_best_i]), int(ev.index[-1])),
+            numbers={"best": ev_best, "end": ev_end},
+        ))
+    end = float(np.median(after[-int(ctx["end_points"]):]))
+    ratio = end / base
+    best_step, start_step, last_step = int(steps[best_i]), int(steps[best_i + 1]), int(steps[-1])
+    point = schedule_point(run, start_step)
+    where = f" {point.words}" if point is not None else ""
+    how = (f"exploded {ratio:.3g}x" if ratio >= ctx["explode_ratio"]
+           else f"rose {ratio - 1:.0%}")
+    message = (f"The training loss diverged: from its best {base:.4g} (step {best_step}) it "
+               f"{how} to {end:.4g} by step {last_step} and never came back, still finite "
+               f"(only {len(values)} loss points were logged). The rise begins at step "
+               f"{start_step}{where}.")
+    evidence.insert(0, Evidence(
+        summary=f"loss best {base:.4g} at step {best_step}; all {len(after)} points after it "
+                f"are at least {need:.2g}x that, {end:.4g} at the end ({ratio:.3g}x); "
+                f"{len(values)} points logged",
+        tag="loss", steps=(best_step, last_step),
+        numbers={"best": base, "best_step": best_step, "rise_step": start_step, "end": end,
+                 "ratio": ratio, "rise_points": len(after)},
+    ))
+    if point is not None:
+        evidence.append(schedule_evidence(point, start_step))
+    late = point is not None and point.phase == "decay" and point.lr is not None \
+        and point.lr < 0.5 * point.schedule.peak
+    confidence = 0.5 + 0.1 * (ratio >= ctx["explode_ratio"]) + 0.1 * bool(len(evidence) > 1)
     return ctx.finding(
         message=message, severity=Severity.ERROR, confidence=confidence, cause="lr_too_high",
         step=start_step, evidence=evidence,

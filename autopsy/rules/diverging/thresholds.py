@@ -58,6 +58,12 @@ DIV001: dict[str, Threshold] = {
     "min_explode_points": Threshold(2, (
         "An explosion needs its last 2 points at least explode_ratio above the best, so a "
         "single wild last value is not called a divergence.")),
+    "min_sparse_points": Threshold(4, (
+        "A loss logged fewer than min_points times (once per epoch, every 500 steps, or a "
+        "reporter's hand-picked lines) is judged on its raw points from 4 on: its best point "
+        "and every point after it, at least min_explode_points of them, must sit "
+        "min_rel_rise above the best, and an eval loss, when logged, must have risen by "
+        "min_trend_rise too; on 3 or fewer points a rise cannot be told from one bad epoch.")),
     "end_points": Threshold(3, (
         "The loss at the end is the median of at least the last 3 points of the rise (or a "
         "smoothing window), so the rise factor reported is not one point's.")),
