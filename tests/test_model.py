@@ -167,3 +167,13 @@ def test_a_keras_multi_output_models_only_accuracies_are_its_accuracies() -> Non
                                                      "eval_loss", "loss"]
     two = _tags_frame("loss", "top1_acc", "top5_acc")
     assert name_sole_series(two) is two
+
+
+def test_a_best_so_far_series_is_never_the_runs_accuracy_or_loss() -> None:
+    """``best_test_acc`` or ``best_loss`` is a running extreme: it flattens what the run did,
+    so it never stands in for the accuracy or the loss."""
+    from autopsy.model.scalars import name_sole_series
+
+    for tags in (("loss", "best_acc"), ("best_loss", "acc_top"), ("loss", "best_val_acc")):
+        frame = _tags_frame(*tags)
+        assert name_sole_series(frame) is frame

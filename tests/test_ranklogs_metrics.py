@@ -136,3 +136,17 @@ def test_generic_lines_give_their_timing_fields() -> None:
     # "time" alone is a field only with ":" or "=" (not "in time 3 of 5")
     plain = parse_metrics("step 3 loss 1.0 done in time 3")
     assert plain is not None and dict(plain.values) == {"loss": 1.0}
+
+
+def test_a_metric_named_with_its_phase_keeps_the_phase() -> None:
+    """distance-encoding's absl print (snap-stanford/distance-encoding#6): the best-so-far
+    and the test accuracy are neither the training nor the validation accuracy."""
+    line = ("I1112 15:56:44.818868 140547172456256 train.py:23] epoch 210 best test acc: "
+            "0.9120, train loss: 1.3633; train acc: 0.5000 val acc: 0.5000 test acc: 0.5000")
+    got = parse_metrics(line)
+    assert got is not None and got.step == 210
+    assert dict(got.values) == {"train_loss": 1.3633, "best_test_acc": 0.912,
+                                "train_acc": 0.5, "val_acc": 0.5, "test_acc": 0.5}
+    from autopsy.model.aliases import canonical_tag
+    assert [canonical_tag(k) for k, _ in got.values] == [
+        "loss", "best_test_acc", "accuracy", "eval_accuracy", "test_acc"]

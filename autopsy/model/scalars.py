@@ -132,6 +132,10 @@ def concat_scalars(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 #: Canonical tag prefixes of evaluation-side series (:data:`SOLE_SERIES`).
 EVAL_PREFIXES: tuple[str, ...] = ("eval", "val", "valid", "test")
 
+#: Canonical tag prefixes of best-so-far series (``best_test_acc``, ``best_val_loss``): a
+#: running extreme, never the quantity itself, so never a sole series (:data:`SOLE_SERIES`).
+BEST_PREFIXES: tuple[str, ...] = ("best_", "best/")
+
 
 #: (canonical name, evaluation side?, endings): a run without the name whose only series
 #: of that side with one of the endings is taken for it (:func:`name_sole_series`).
@@ -152,7 +156,7 @@ def name_sole_series(scalars: pd.DataFrame) -> pd.DataFrame:
     exactly one training-side series whose canonical tag ends in ``loss``, that series is
     the training loss the rules read (likewise the accuracies). Two or more (``box_loss``
     and ``cls_loss`` with no total, ``top1_acc`` and ``top5_acc``) stay as they are: none
-    of them alone is the quantity. ``raw_tag`` keeps the name as written. Returns
+    of them alone is the quantity; a best-so-far (``best_acc``) is never one. ``raw_tag`` keeps the name as written. Returns
     ``scalars`` itself when nothing changes.
     """
     if scalars.empty:
@@ -163,8 +167,8 @@ def name_sole_series(scalars: pd.DataFrame) -> pd.DataFrame:
     for name, evaluation, endings in SOLE_SERIES:
         if name in present:
             continue
-        found = [t for t in present
-                 if t.endswith(endings) and t.startswith(EVAL_PREFIXES) == evaluation]
+        found = [t for t in present if t.endswith(endings) and not t.startswith(BEST_PREFIXES)
+                 and t.startswith(EVAL_PREFIXES) == evaluation]
         if len(found) == 1:
             renames[found[0]] = name
     if not renames:

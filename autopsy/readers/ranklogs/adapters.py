@@ -359,6 +359,13 @@ _WORDS_LOSS = re.compile(r"(?<![\w])((?:(?i:total|train|training|val|valid|valid
                          r"eval|avg|average|mean|running|epoch|batch|lm|cls|reg)[ _])?"
                          r"[A-Za-z]*[Ll][Oo][Ss][Ss])\s*[:=]?\s*"
                          + _VALUE + r"(?=[\s,;`|)\]]|$)")
+#: A metric named with its phase in words (``train acc: 0.5 val acc: 0.5``, ``best test acc:
+#: 0.91``): the key keeps the phase, so a best-so-far or a test figure is not the accuracy.
+_WORDS_METRIC = re.compile(
+    r"(?<![\w])((?i:best[ _](?:train|training|val|valid|validation|test|eval)|best|train|"
+    r"training|val|valid|validation|test|eval)[ _](?i:acc|accuracy|top1|top5|f1|auc|ppl|"
+    r"perplexity|bleu|map|miou|iou|precision|recall))\s*[:=]?\s*" + _VALUE
+    + r"(?=[\s,;`|)\]]|$)")
 
 
 #: A line that starts with its phase and a counter: ``Train 3, loss: ...``, ``Test 3: ...``.
@@ -568,7 +575,7 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
     uniq: list[tuple[str, float]] = []
     taken: set[int] = set()  # start offsets of values already used
     keys: set[str] = set()
-    for pattern in (_WORDS_LOSS, _COLON_PAIR, _EQ_PAIR, _SPACE_PAIR):
+    for pattern in (_WORDS_LOSS, _WORDS_METRIC, _COLON_PAIR, _EQ_PAIR, _SPACE_PAIR):
         for m in pattern.finditer(text):
             key = "_".join(m.group(1).split())
             low = key.lower()
