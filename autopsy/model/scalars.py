@@ -156,8 +156,8 @@ def name_sole_series(scalars: pd.DataFrame) -> pd.DataFrame:
     exactly one training-side series whose canonical tag ends in ``loss``, that series is
     the training loss the rules read (likewise the accuracies). Two or more (``box_loss``
     and ``cls_loss`` with no total, ``top1_acc`` and ``top5_acc``) stay as they are: none
-    of them alone is the quantity; a best-so-far (``best_acc``) is never one. ``raw_tag`` keeps the name as written. Returns
-    ``scalars`` itself when nothing changes.
+    of them alone is the quantity; a best-so-far (``best_acc``) is never one. ``raw_tag``
+    keeps the name as written. Returns ``scalars`` itself when nothing changes.
     """
     if scalars.empty:
         return scalars

@@ -78,3 +78,48 @@ def test_near_miss_passes_over_collective_mismatch_and_healthy() -> None:
     assert not _crash(_diagnose(SAMPLES / "ddp_collective_mismatch_detail"))
     assert not _crash(_diagnose(SAMPLES / "ddp_healthy_4ranks"))
     assert not _crash(_diagnose(SAMPLES / "healthy_hf_trainer"))
+
+
+def _steps(first: int, last: int) -> str:
+    return "".join(f"step {s} loss {2.5 - s / 100:.4f} lr 0.0001\n" for s in range(first, last + 1))
+
+
+def test_the_last_traceback_of_a_rank_decides_not_one_it_caught_earlier(tmp_path: Path) -> None:
+    """A rank that logged a caught error (a checkpoint save that failed) and trained on, then died:
+    the exception that ended it is the verdict, at its own step, not a "went on" warning."""
+    (tmp_path / "train.log").write_text(
+        _steps(1, 20)
+        + "Traceback (most recent call last):\n"
+        '  File "/workspace/train.py", line 120, in save_checkpoint\n'
+        "    torch.save(state, path)\n"
+        "OSError: [Errno 28] No space left on device\n"
+        + _steps(21, 40)
+        + "Traceback (most recent call last):\n"
+        '  File "/workspace/train.py", line 88, in <module>\n'
+        "    loss.backward()\n"
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
+    d = diagnose(autopsy.load_run(tmp_path))
+    assert (d.verdict.code, d.verdict.cause, d.verdict.step) == ("CRASH001", "cuda_error", 41)
+    assert "illegal memory access" in d.verdict.message
+
+
+def test_a_device_side_assert_takes_its_cause_from_the_assertion_printed_before_it(
+        tmp_path: Path) -> None:
+    """The kernel's assertion lines come before the RuntimeError that ends the rank; they
+    say what was asserted (a label id out of range), the RuntimeError only that it was."""
+    assertion = ("/opt/conda/conda-bld/pytorch_1670525541990/work/aten/src/ATen/native/cuda/"
+                 "Loss.cu:242: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: "
+                 "[{t},0,0] Assertion `t >= 0 && t < n_classes` failed.\n")
+    (tmp_path / "train.log").write_text(
+        _steps(1, 5) + "".join(assertion.format(t=t) for t in range(3))
+        + "Traceback (most recent call last):\n"
+        '  File "/workspace/train.py", line 51, in <module>\n'
+        "    loss = criterion(out, target)\n"
+        "RuntimeError: CUDA error: device-side assert triggered\n"
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+        "stacktrace below might be incorrect.\n"
+    )
+    d = diagnose(autopsy.load_run(tmp_path))
+    assert (d.verdict.code, d.verdict.cause) == ("CRASH001", "label_out_of_range")
+    assert "device-side assert triggered" in d.verdict.message

@@ -81,11 +81,14 @@ def claimed_root(events: pd.DataFrame) -> tuple[int | None, pd.Series | None]:
     return None, None
 
 
-def earliest(rows: pd.DataFrame, events: pd.DataFrame) -> list[Candidate]:
+def earliest(rows: pd.DataFrame, events: pd.DataFrame, *, last: bool = False) -> list[Candidate]:
     """Group candidate rows by rank; order ranks by wall_time, else step, else torchelastic.
 
     Each rank's candidate is its first row in log order (a log line rather than an
     ``error_file`` copy when both exist); its time and step are the earliest of its rows.
+    With ``last``, it is the rank's last row whose exception line was read (else its last
+    row), at that row's own step: the exception that ended the rank, not one it caught and
+    logged earlier. Ranks are still ordered by their earliest row.
     """
     claimed, _ = claimed_root(events)
     out: list[Candidate] = []
@@ -94,14 +97,21 @@ def earliest(rows: pd.DataFrame, events: pd.DataFrame) -> list[Candidate]:
     for r, grp in keyed.groupby("_r", sort=True):
         grp = grp.sort_values(["_s", "line"], kind="stable")
         logged = grp[grp["kind"].astype(str) != "error_file"]
-        row = (logged if not logged.empty else grp).iloc[0]
+        pool = logged if not logged.empty else grp
         rank = None if r < 0 else int(r)
         steps = grp["step"].dropna()
+        step = int(steps.min()) if not steps.empty else None
+        if last:
+            read = pool[[bool(_exception_read(d)) for d in pool["details"]]]
+            row = (read if not read.empty else pool).iloc[-1]
+            step = int(row["step"]) if pd.notna(row["step"]) else step
+        else:
+            row = pool.iloc[0]
         out.append(Candidate(
             rank=rank, row=row.drop(["_r", "_s"]),
             wall_time=float(grp["wall_time"].min()) if grp["wall_time"].notna().any()
             else math.nan,
-            step=int(steps.min()) if not steps.empty else None,
+            step=step,
             claimed=rank is not None and rank == claimed,
         ))
     if out and all(not math.isnan(c.wall_time) for c in out):
@@ -109,6 +119,11 @@ def earliest(rows: pd.DataFrame, events: pd.DataFrame) -> list[Candidate]:
     return sorted(out, key=lambda c: (c.step if c.step is not None else math.inf,
                                       not c.claimed,
                                       c.rank if c.rank is not None else -1))
+
+
+def _exception_read(details: Any) -> bool:
+    """Whether a traceback row's exception line was read (not a log cut short)."""
+    return isinstance(details, dict) and bool(details.get("exception"))
 
 
 def cascade_label(message: str | None) -> str:

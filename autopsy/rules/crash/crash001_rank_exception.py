@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from autopsy.model.finding import Evidence, Family, Finding, Severity
@@ -9,6 +11,7 @@ from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.crash._failures import (
     CAUSE_ADVICE,
+    Candidate,
     attributed,
     cascade_summary,
     claim_evidence,
@@ -17,7 +20,13 @@ from autopsy.rules.crash._failures import (
     user_frame,
 )
 from autopsy.rules.crash.thresholds import CRASH001
-from autopsy.rules.exceptions import ExceptionRow, Signature, exception_rows, interrupted_wait
+from autopsy.rules.exceptions import (
+    SIGNATURES,
+    ExceptionRow,
+    Signature,
+    exception_rows,
+    interrupted_wait,
+)
 from autopsy.rules.registry import rule
 from autopsy.signals.ranks import went_on_past
 
@@ -47,6 +56,33 @@ def _own(r: ExceptionRow, telling: bool) -> Signature | bool | None:
     return None
 
 
+def _refined(sig: Signature | bool | None, first: Candidate, rows: pd.DataFrame,
+             own: dict[Any, Signature | bool | None]) -> Signature | bool | None:
+    """The signature of the exception that ended the rank, made more specific by the lines
+    printed just before it in the same log at the same step: a device-side assert's
+    ``RuntimeError: CUDA error: device-side assert triggered`` follows the kernel's
+    assertion lines, which say what was asserted (a label id out of range). A signature
+    earlier in the catalogue, of the same family, is the more specific one."""
+    if not isinstance(sig, Signature):
+        return sig
+    row = first.row
+    same = rows[(rows["source"].astype(str) == str(row["source"]))
+                & (rows["rank"].astype("float").fillna(-1)
+                   == (-1.0 if first.rank is None else float(first.rank)))]
+    order = {s.name: i for i, s in enumerate(SIGNATURES)}
+    best = sig
+    for idx, other in same.iterrows():
+        if idx == row.name:
+            break
+        o = own.get(idx)
+        same_step = ((pd.isna(other["step"]) and pd.isna(row["step"]))
+                     or other["step"] == row["step"])
+        if (isinstance(o, Signature) and o.family is sig.family and same_step
+                and order[o.name] < order[best.name]):
+            best = o
+    return best
+
+
 @rule(
     code="CRASH001",
     name="rank-exception",
@@ -66,7 +102,10 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
         peer") or were SIGTERMed by the launcher. Those later errors are the
         cascade; the first exception of its own class is the root. Ranks are
         ordered by wall time when the logs have it, else by step, else by
-        torchelastic's error report. torchelastic's "Root Cause (first observed
+        torchelastic's error report; within a rank, its last traceback (whose
+        exception line was read) is the one that ended it, and the assertion lines
+        printed just before a device-side assert name what was asserted.
+        torchelastic's "Root Cause (first observed
         failure)" is checked, not trusted: it names the first child *it saw*
         exit, often a victim.
 
@@ -108,9 +147,9 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
     rows = rows[~rows["rank"].isin(explained)] if explained else rows
     if rows.empty:
         return None
-    ranked = earliest(rows, ev)
+    ranked = earliest(rows, ev, last=True)
     first = ranked[0]
-    sig = own.get(first.row.name)
+    sig = _refined(own.get(first.row.name), first, rows, own)
     cause = sig.cause if isinstance(sig, Signature) and sig.cause else "exception"
     d = first.row["details"] if isinstance(first.row["details"], dict) else {}
     head, _, tail = str(first.row["message"] or "").partition(": ")
