@@ -206,6 +206,26 @@ def test_opennmt_py_step_lines(tmp_path: Path) -> None:
     assert _same(_series(s, "learning_rate"), [(509950, 0.0), (510000, 0.0)])
 
 
+@pytest.mark.parametrize("n_steps", [1, 8])
+def test_opennmt_py_validation_lines_take_the_last_training_step(tmp_path: Path,
+                                                                 n_steps: int) -> None:
+    """``Validation perplexity: X`` and ``Validation accuracy: Y`` (OpenNMT-py's
+    ``report_step``, as in OpenNMT/OpenNMT-py#966) follow the step line that triggered the
+    evaluation, read one by one (1 step line) or after the step lines' shape was learned (8)."""
+    steps = [380000 - 50 * (n_steps - 1 - i) for i in range(n_steps)]
+    lines = "".join(
+        f"[2018-09-20 15:18:39,264 INFO] Step {st}/1000000; acc:  42.02; ppl: 55.22; xent: "
+        f"4.01; lr: 0.00000; 2214/2168 tok/s;    950 sec\n" for st in steps)
+    s = _read(tmp_path, lines + (
+        "[2018-09-20 15:18:39,611 INFO] Loading valid dataset from data/peotry.valid.1.pt, "
+        "number of examples: 7988\n"
+        "[2018-09-20 15:18:47,173 INFO] Validation perplexity: 56.168\n"
+        "[2018-09-20 15:18:47,173 INFO] Validation accuracy: 35.9623\n"), "onmt.log")
+    assert _same(_series(s, "eval_perplexity"), [(380000, 56.168)])
+    assert _same(_series(s, "eval_accuracy"), [(380000, 35.9623)])
+    assert len(_series(s, "loss")) == n_steps
+
+
 def test_an_epoch_summary_line_keeps_its_time_apart_from_step_times(tmp_path: Path) -> None:
     """The summary after an epoch's batch lines (MEAL-V2's ``Epoch: [46] -- TRAINING
     SUMMARY  Time 30.68 ...``, as published in its issue 7) is at the epoch's last batch;

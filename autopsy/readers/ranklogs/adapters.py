@@ -600,6 +600,20 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
 #: each only when the line holds one of its literals (every shape an adapter reads has one:
 #: a substring test spares a regex search per adapter on every other line);
 #: :func:`parse_generic_pairs` is tried last, after the built-in generic parser.
+_ONMT_VALID = re.compile(r"\bValidation (perplexity|accuracy): (" + _NUM + r")\s*$")
+
+
+def parse_opennmt_valid(text: str, ctx: LineContext) -> MetricLine | None:
+    """OpenNMT-py's evaluation lines, ``Validation perplexity: 56.168`` and ``Validation
+    accuracy: 35.9623``: stepped at the rank's last training step (the step line whose
+    ``valid_steps`` triggered the evaluation)."""
+    m = _ONMT_VALID.search(text)
+    if m is None or ctx.train_step is None:
+        return None
+    return MetricLine("opennmt_eval", ctx.train_step,
+                      [(f"validation {m.group(1)}", _float(m.group(2)))], stateless=False)
+
+
 ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (('{"',), parse_json_line), (("Epoch[",), parse_mxnet), (PADDLE_LITERALS, parse_paddle),
     (LEROBOT_LITERALS, parse_lerobot), (VITS_LITERALS, parse_vits),
@@ -607,6 +621,7 @@ ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("step:",), parse_torchtitan), (("iteration:",), parse_nanotron),
     (("steps:",), parse_deepspeed_pipe), (("Iteration", "Test net output"), parse_caffe),
     (("step",), parse_tf), (("%|",), parse_bar), ((" - ",), parse_keras_batches),
+    (("Validation perplexity: ", "Validation accuracy: "), parse_opennmt_valid),
 )
 
 

@@ -60,6 +60,8 @@ METRIC_MARKERS: tuple[bytes, ...] = (
     b"loss", b"Loss", b"LOSS", b"step=", b"logging_steps",
     b"ntropy",  # MXNet's CrossEntropy / cross-entropy metric
     b"xent: ",  # OpenNMT-py ``Step N/M; acc: ..; ppl: ..; xent: ..; lr: ..``
+    # OpenNMT-py's evaluation, one figure a line after the step line that triggered it
+    b"Validation perplexity: ", b"Validation accuracy: ",
     b"Epoch[",  # MXNet Module.fit: Epoch[e] Batch [b], Train-, Validation-, Time cost
     b'": ',  # a pretty-printed JSON object's "key": value lines (a pasted log_history)
     b"Epoch ",  # a Keras ``Epoch 2/10`` line (it numbers the progress lines after it)

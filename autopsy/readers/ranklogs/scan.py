@@ -645,11 +645,10 @@ def _add_fast(fast: _Fast, lo: int, hi: int, data: bytes, first_line: int, st: _
                                          s[:-1]))
             restart[sel] = s < prev_steps
             st.top_step[key] = int(s[-1])
-            if fast.matched[int(part[sel[-1]])].shape.kind == "mmengine":
-                ctx = st.contexts.get(key)  # what its evaluation lines are stepped at
-                if ctx is None:
-                    ctx = st.contexts[key] = LineContext()
-                ctx.train_step = int(s[-1])
+            ctx = st.contexts.get(key)  # what its evaluation lines are stepped at
+            if ctx is None:
+                ctx = st.contexts[key] = LineContext()
+            ctx.train_step = int(s[-1])
         last = int(kept[-1])
         st.last_step[key] = int(steps[last])
         m = fast.matched[int(part[last])]
@@ -982,6 +981,10 @@ def _add_metric_line(st: _State, got: MetricLine, rank: int | None, wall: float,
         return False  # the same line again (two log handlers): one point, not two
     st.last_points[rank] = key
     st.last_step[rank] = step
+    if not got.kind.endswith("_eval"):
+        ctx = st.contexts.get(rank)  # what the evaluation lines after it are stepped at
+        if ctx is not None:
+            ctx.train_step = step
     seg = st.segment_for(rank, step, not got.kind.endswith("_eval"))
     st.out.scalars.add_line(step, got.values, wall, rank, seg)
     _nan_loss(st, got.values, rank, seg, step, wall, line, text)
