@@ -80,7 +80,7 @@ def host_oom(run: Run, ctx: RuleContext) -> Finding | None:
                 for _, r in rows.iterrows()]
     if claimed_evidence:
         evidence.append(Evidence(summary=claimed_evidence))
-    steps = ranked["step"].dropna()
+    steps = (ranked if not ranked.empty else rows)["step"].dropna()  # (a single process)
     step = first_bad_step(int(steps.min())) if not steps.empty else None
     del d
     return ctx.finding(
