@@ -12,7 +12,6 @@ from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 from autopsy.rules.slow._slow import (
-    first_step,
     median,
     seconds,
     tag_times,
@@ -105,17 +104,18 @@ def rank_shares(run: Run, ctx: RuleContext) -> list[RankShare]:
 
 
 def _onset(s: RankShare, threshold: float, run: Run) -> int | None:
-    """The first step from which the share stays high (the first logged step when at once)."""
+    """The first step from which the share stays high; None when it was high from the
+    first logged steps on (the run was starved from its start: no step began it)."""
     per = s.per_step.sort_index()
     if per.empty or not s.is_share:
-        return first_step(run, s.rank)
+        return None
     rolled = per.rolling(5, min_periods=1).median()
     high = rolled[rolled >= threshold]
     if high.empty:
-        return first_step(run, s.rank)
+        return None
     at = int(high.index[0])
     early = per.index[min(len(per) - 1, 4)]
-    return first_step(run, s.rank) if at <= early else at
+    return None if at <= early else at
 
 
 @rule(
@@ -155,6 +155,8 @@ def data_starvation(run: Run, ctx: RuleContext) -> Finding | None:
     Evidence shown:
         Per rank: the median data time, compute time and step time, the data share,
         and how the step time was measured; the loader settings the config gives.
+        The step is where the share became high when that was after the first few
+        logged steps; a run starved from its start has none (no step began it).
     """
     shares = rank_shares(run, ctx)
     if not shares:
