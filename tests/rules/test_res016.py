@@ -73,3 +73,23 @@ def test_near_miss_passes_on_a_plain_exception(tmp_path: Path) -> None:
     d = diagnose(autopsy.load_run(_log_of(boom, tmp_path)))
     assert not [f for f in d.findings if f.code == "RES016"]
     assert d.verdict.code == "CRASH001"
+
+
+def test_the_step_is_the_one_the_checkpoints_path_names(tmp_path: Path) -> None:
+    """transformers' own ``ValueError`` for a folder it cannot resume from names the
+    checkpoint: its step is where the run was to continue (docs/labels.md, resume)."""
+    def hf_missing() -> None:
+        resume_from_checkpoint = str(tmp_path / "outputs" / "checkpoint-32500")
+        raise ValueError(f"Can't find a valid checkpoint at {resume_from_checkpoint}")
+
+    v = diagnose(autopsy.load_run(_log_of(hf_missing, tmp_path))).verdict
+    assert (v.code, v.cause, v.step) == ("RES016", "load_error", 32500)
+
+
+def test_checkpoint_step_reads_the_usual_names() -> None:
+    from autopsy.rules.resume.res016_checkpoint_load_failed import checkpoint_step
+
+    assert checkpoint_step("ckpts/global_step1200/mp_rank_00_model_states.pt") == 1200
+    assert checkpoint_step("checkpoints/iter_0000500/mp_rank_00/model_optim_rng.pt") == 500
+    assert checkpoint_step("lightning_logs/version_0/epoch=3-step=1200.ckpt") == 1200
+    assert checkpoint_step("Missing key(s) in state_dict: \"0.weight\"") is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from autopsy.model.finding import Evidence, Family, Finding, Severity
@@ -30,6 +32,17 @@ ADVICE: dict[str, str] = {
 }
 
 
+#: The step a checkpoint's path names: HF ``checkpoint-500``, DeepSpeed ``global_step500``,
+#: Megatron ``iter_0000500``, Lightning ``epoch=3-step=1200.ckpt``.
+_CKPT_STEP = re.compile(r"(?:\bcheckpoint-|\bglobal_step|\biter_|\bstep=)(\d+)\b")
+
+
+def checkpoint_step(text: str) -> int | None:
+    """The step of the last checkpoint path named in ``text``, or None."""
+    found = _CKPT_STEP.findall(text)
+    return int(found[-1]) if found else None
+
+
 @rule(code="RES016", name="checkpoint-load-failed", family=Family.RESUME,
       causes=("state_dict_mismatch", "optimizer_group_mismatch", "torn_checkpoint",
               "load_error"),
@@ -56,7 +69,9 @@ def checkpoint_load_failed(run: Run, ctx: RuleContext) -> Finding | None:
         saved from; resume from an earlier, complete checkpoint; check the path.
 
     Evidence shown:
-        The exception with its message and where it was raised. Confidence is
+        The exception with its message and where it was raised; the step is the one
+        the checkpoint's path names (``checkpoint-500``, ``global_step500``,
+        ``iter_0000500``, ``step=500``), when it names one. Confidence is
         ``confidence``.
     """
     hits = [(r.row, r.signature) for r in exception_rows(run, ctx=ctx)
@@ -79,7 +94,9 @@ def checkpoint_load_failed(run: Run, ctx: RuleContext) -> Finding | None:
                     f"{frame.get('line', '?')})",
             source=str(frame.get("file")), line=frame.get("line")))
     assert sig.cause is not None
+    step = checkpoint_step(f"{text} {row['message'] or ''}")
     return ctx.finding(
+        step=step,
         message=f"{who[0].upper() + who[1:]} died loading its checkpoint: {sig.why} "
                 f"({exc}: {text[:160]}).",
         severity=Severity.CRITICAL, confidence=ctx["confidence"], cause=sig.cause,
