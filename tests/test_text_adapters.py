@@ -509,3 +509,33 @@ def test_lines_of_runs_of_spaces_cost_linear_time(tmp_path: Path) -> None:
                            "csv"], capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "3,loss,loss,0.25" in proc.stdout
+
+
+def test_mxnet_speedometer_without_a_metric_and_the_2015_feedforward_epoch_lines(
+        tmp_path: Path) -> None:
+    """The Speedometer logs ``Iter[e] Batch [b]\\tSpeed: X samples/sec`` when no metric is
+    printed; MXNet's 2015 ``FeedForward`` ends an epoch with ``Iteration[e] Train-name=v``,
+    ``Iteration[e] Time cost=X`` and ``Iteration[e] Validation-name=v`` (the format strings
+    of mxnet's callback.py and model.py)."""
+    s = _read(tmp_path, (
+        "2015-10-02 10:01:12,871 Iter[0] Batch [20]\tSpeed: 201.94 samples/sec\n"
+        "2015-10-02 10:02:24,517 Iter[0] Batch [40]\tSpeed: 178.63 samples/sec\n"
+        "2015-10-02 10:05:02,000 Iteration[0] Train-accuracy=0.051250\n"
+        "2015-10-02 10:05:02,001 Iteration[0] Time cost=301.410\n"
+        "2015-10-02 10:05:40,000 Iteration[0] Validation-accuracy=0.080000\n"
+        "2015-10-02 10:06:51,300 Iter[1] Batch [20]\tSpeed: 172.80 samples/sec\n"))
+    assert _same(_series(s, "throughput"), [(20, 201.94), (40, 178.63), (61, 172.8)])
+    assert _same(_series(s, "train_accuracy"), [(40, 0.05125)])  # the sole one: accuracy
+    assert _same(_series(s, "eval_accuracy"), [(40, 0.08)])
+
+
+def test_metric_logger_data_is_the_data_wait(tmp_path: Path) -> None:
+    """torchvision's, maskrcnn-benchmark's and DETR's MetricLogger print ``time: X (avg)
+    data: Y (avg)``: ``data`` is the data-loading time of the iteration (FCOS issue 55)."""
+    s = _read(tmp_path, (
+        "2019-05-31 07:57:47,793 maskrcnn_benchmark.trainer INFO: eta: 5 days, 22:13:05  "
+        "iter: 20  loss: 2.3235 (2.9695)  loss_cls: 0.5318 (0.5656)  loss_reg: 1.1120 "
+        "(1.7430)  loss_centerness: 0.6524 (0.6609)  time: 0.7022 (0.7111)  data: 0.4336 "
+        "(0.4301)  lr: 0.000833  max mem: 5004\n"))
+    assert _same(_series(s, "data_time"), [(20, 0.4336)])
+    assert _same(_series(s, "step_time"), [(20, 0.7022)])

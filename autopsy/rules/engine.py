@@ -9,7 +9,7 @@ from autopsy.model.finding import Family, Finding
 from autopsy.model.run import Run
 from autopsy.model.verdict import Verdict
 from autopsy.rules.context import RuleContext, SkipRule
-from autopsy.rules.ranking import is_failure, rank
+from autopsy.rules.ranking import is_cost_warning, is_failure, rank
 from autopsy.rules.registry import RuleSpec, load_rules, unmet_requirements
 from autopsy.rules.settings import Settings
 
@@ -90,13 +90,18 @@ def run_rules(
 
 
 def pick_verdict(findings: list[Finding], skipped: list[Skipped], run: Run) -> Verdict:
-    """The verdict: the top-ranked failure; else healthy if a health rule vouched; else unknown."""
+    """The verdict: the top-ranked failure; else healthy if a health rule vouched; else the
+    top-ranked cost warning (a slow run under the failure bar, with nothing else to say);
+    else unknown."""
     failures = [f for f in findings if is_failure(f)]
     if failures:
         return Verdict.from_finding(rank(failures)[0])
     healthy = [f for f in findings if f.family is Family.HEALTHY]
     if healthy:
         return Verdict.from_finding(healthy[0])
+    costs = [f for f in findings if is_cost_warning(f)]
+    if costs:  # the one problem the run shows: a cost under the failure bar, still a cost
+        return Verdict.from_finding(rank(costs)[0])
     if run.scalars.empty:
         return Verdict.unknown("the run has no scalar series (loss, grad_norm, ...) to judge")
     reasons = [f"{s.code} {s.reason}" for s in skipped if s.reason != "not selected"][:3]

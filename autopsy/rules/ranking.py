@@ -53,3 +53,20 @@ def is_failure(finding: Finding) -> bool:
     return finding.severity in FAILURE_SEVERITIES and finding.family not in (
         Family.HEALTHY, Family.UNKNOWN,
     )
+
+
+#: Cost rules whose warnings are already a material share of the run: SLOW001 warns from a
+#: data wait of 30% of every step, SLOW004 from a run 25% slower at its end than at its
+#: start. The stall rules warn from a few percent (SLOW003 3%, SLOW006 5%: saving and
+#: evaluating cost that much in a healthy run) and SLOW005 from an MFU under 25% (common on
+#: a healthy run): their warnings are notes, never a verdict by themselves.
+MATERIAL_COST_WARNINGS: frozenset[str] = frozenset({"SLOW001", "SLOW004"})
+
+
+def is_cost_warning(finding: Finding) -> bool:
+    """Whether ``finding`` is a material cost (:data:`MATERIAL_COST_WARNINGS`) at warning
+    severity: under the failure bar, it is the verdict only when no failure was found and
+    no health rule vouched for the run (a run whose only observed problem is a third of
+    each step spent waiting for data is slow, not undecidable)."""
+    return (finding.severity is Severity.WARNING and finding.family in COST_FAMILIES
+            and finding.code in MATERIAL_COST_WARNINGS)

@@ -245,3 +245,28 @@ def test_slow_never_outranks_another_familys_failure() -> None:
     assert [f.code for f in rank([slow, flat])] == ["FLAT005", "SLOW003"]
     other_slow = finding("SLOW001", Family.SLOW, Severity.ERROR, "data_starvation")
     assert [f.code for f in rank([other_slow, slow])] == ["SLOW003", "SLOW001"]
+
+
+def test_a_slow_warning_is_the_verdict_only_when_nothing_else_decides() -> None:
+    """Under the failure bar, a cost is still the run's one observed problem: it beats
+    `unknown`, never a health vouch, a failure, or a warning of another family."""
+    def rule_of(*found: Finding):
+        return lambda run, ctx: list(found)
+
+    slow = _finding("SLOW001", Severity.WARNING, "data_starvation", family=Family.SLOW,
+                    step=None)
+    spikes = _finding("DIV002", Severity.WARNING, "bad_data", family=Family.DIVERGING)
+    healthy = _finding("HLT001", Severity.INFO, None, family=Family.HEALTHY, step=None)
+    run = synthetic_run({"loss": [1.0, 1.0, 1.0]})
+
+    def verdict(*found: Finding) -> tuple[str | None, Family]:
+        d = diagnose(run, registry={"TST001": _spec("TST001", rule_of(*found))})
+        return d.verdict.code, d.verdict.family
+
+    assert verdict(slow, spikes) == ("SLOW001", Family.SLOW)
+    assert verdict(slow, healthy) == ("HLT001", Family.HEALTHY)
+    assert verdict(spikes)[1] is Family.UNKNOWN
+    stalls = _finding("SLOW003", Severity.WARNING, "periodic_stall", family=Family.SLOW)
+    assert verdict(stalls)[1] is Family.UNKNOWN  # a few percent: a note, not a verdict
+    failure = _finding("FLAT005", Severity.ERROR, None, family=Family.NOT_DECREASING)
+    assert verdict(slow, failure) == ("FLAT005", Family.NOT_DECREASING)

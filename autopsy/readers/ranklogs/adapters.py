@@ -467,17 +467,20 @@ def parse_json_key_line(text: str, ctx: LineContext) -> MetricLine | None:
     return None
 
 
-_MX_BATCH = re.compile(r"\bEpoch\[(\d+)\]\s+Batch\s*\[(\d+)(?:-(\d+))?\]")
-_MX_EPOCH = re.compile(r"\bEpoch\[(\d+)\]\s+(Train|Validation)-([\w-]+)=(" + _NUM + r")"
-                       r"|\bEpoch\[(\d+)\]\s+Time cost=(" + _NUM + r")")
+#: (the Speedometer names the epoch ``Iter[e]`` when no metric is printed; MXNet before
+#: Module, 2015, ends an epoch with ``Iteration[e] Train-accuracy=...``, ``Time cost=...``)
+_MX_BATCH = re.compile(r"\b(?:Epoch|Iter)\[(\d+)\]\s+Batch\s*\[(\d+)(?:-(\d+))?\]")
+_MX_EPOCH = re.compile(r"\b(?:Epoch|Iteration)\[(\d+)\]\s+(Train|Validation)-([\w-]+)=("
+                       + _NUM + r")|\b(?:Epoch|Iteration)\[(\d+)\]\s+Time cost=(" + _NUM + r")")
 _MX_PAIR = re.compile(r"(?:^|\s)([A-Za-z][\w-]*)=(" + _NUM + r")(?=\s|$)")
 
 
 def parse_mxnet(text: str, ctx: LineContext) -> MetricLine | None:
     """MXNet ``Module.fit`` lines: the Speedometer's ``Epoch[e] Batch [b]\tSpeed: X
-    samples/sec\tname=value...`` (step: the batches of earlier epochs added up, as for
-    GluonCV), and the epoch's ``Epoch[e] Train-name=value``, ``Validation-name=value`` and
-    ``Time cost=X`` (at the epoch's last batch step)."""
+    samples/sec\tname=value...`` (``Iter[e] Batch [b]`` with no metric; step: the batches
+    of earlier epochs added up, as for GluonCV), and the epoch's ``Epoch[e]
+    Train-name=value``, ``Validation-name=value`` and ``Time cost=X`` (``Iteration[e]`` in
+    the 2015 ``FeedForward``; at the epoch's last batch step)."""
     m = _MX_BATCH.search(text)
     if m is not None:
         e = int(m.group(1))
@@ -615,7 +618,8 @@ def parse_opennmt_valid(text: str, ctx: LineContext) -> MetricLine | None:
 
 
 ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
-    (('{"',), parse_json_line), (("Epoch[",), parse_mxnet), (PADDLE_LITERALS, parse_paddle),
+    (('{"',), parse_json_line), (("Epoch[", "Iter[", "Iteration["), parse_mxnet),
+    (PADDLE_LITERALS, parse_paddle),
     (LEROBOT_LITERALS, parse_lerobot), (VITS_LITERALS, parse_vits),
     (("Epoch", "Iter"), parse_mmengine), (("iter:",), parse_detectron2),
     (("step:",), parse_torchtitan), (("iteration:",), parse_nanotron),

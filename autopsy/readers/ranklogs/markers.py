@@ -59,10 +59,12 @@ EVENT_MARKERS: tuple[bytes, ...] = (
 METRIC_MARKERS: tuple[bytes, ...] = (
     b"loss", b"Loss", b"LOSS", b"step=", b"logging_steps",
     b"ntropy",  # MXNet's CrossEntropy / cross-entropy metric
+    b"elapsed time per iteration",  # Megatron-LM's step line (its loss may be cut off)
     b"xent: ",  # OpenNMT-py ``Step N/M; acc: ..; ppl: ..; xent: ..; lr: ..``
     # OpenNMT-py's evaluation, one figure a line after the step line that triggered it
     b"Validation perplexity: ", b"Validation accuracy: ",
     b"Epoch[",  # MXNet Module.fit: Epoch[e] Batch [b], Train-, Validation-, Time cost
+    b"Iter[", b"Iteration[",  # MXNet's Speedometer with no metric; its 2015 FeedForward
     b'": ',  # a pretty-printed JSON object's "key": value lines (a pasted log_history)
     b"Epoch ",  # a Keras ``Epoch 2/10`` line (it numbers the progress lines after it)
     b", lr = ",  # Caffe ``Iteration N, lr = X``
