@@ -139,3 +139,16 @@ def test_fires_on_a_long_noisy_floor_with_one_luckier_stretch() -> None:
     end = [0.0045, 0.0065] * 50
     d = diagnose(synthetic_run({"loss": fall + lucky + floor + end}))
     assert (d.verdict.family, d.verdict.code) == (Family.HEALTHY, "HLT001")
+
+
+def test_a_run_that_logged_only_its_eval_loss_is_judged_on_it() -> None:
+    """A Lightning run that logs only ``val_loss``: a falling eval loss vouches (with less
+    confidence), one that turned back up does not."""
+    falling = diagnose(synthetic_run({"eval_loss": np.linspace(2.3, 1.1, 10)}))
+    assert falling.verdict.family is Family.HEALTHY and falling.verdict.code == "HLT001"
+    assert "eval loss fell" in falling.verdict.message
+    rising = diagnose(synthetic_run({"eval_loss": [2.3, 1.5, 1.1, 1.0, 1.4, 1.8, 2.0, 2.2]}))
+    assert rising.verdict.family is not Family.HEALTHY
+    both = diagnose(synthetic_run({"loss": np.linspace(2.3, 1.1, 10),
+                                   "eval_loss": np.linspace(2.3, 1.2, 10)}))
+    assert "the loss fell" in both.verdict.message

@@ -24,7 +24,7 @@ FAILURE_EVENTS: frozenset[str] = frozenset({
     code="HLT001",
     name="loss-decreasing",
     family=Family.HEALTHY,
-    requires=("loss",),
+    requires=("loss|eval_loss",),
     thresholds=HLT001,
 )
 def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
@@ -40,7 +40,9 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
         fp16 loss scaler skips the steps whose gradients overflow while it finds its
         scale, and the HF Trainer logs their grad norm as NaN or Inf whether or not it
         logs the scale), and the loss at the end of the run
-        is clearly lower than at its start. Unless
+        is clearly lower than at its start. A run that logged no training loss
+        at all is judged on its eval loss the same way (a Lightning run that logs
+        only ``val_loss``), with less confidence. Unless
         another rule reports a failure, this is what lets the verdict say
         "healthy" rather than "could not decide".
 
@@ -77,7 +79,10 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
             for rank, step in latest.items()
         ):
             return None  # the logs say something failed and the run did not go on past it
+    tag = "loss"
     loss = run.series("loss")
+    if loss.empty:  # a run that logged only its eval loss (a Lightning val_loss): that one
+        tag, loss = "eval_loss", run.series("eval_loss")
     values = loss.to_numpy(dtype=float)
     if len(values) < ctx["min_points"] or not np.isfinite(values).all():
         return None
@@ -107,9 +112,10 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
     first, last = int(steps[0]), int(steps[-1])
     drop = (start - end) / start
     evidence = [Evidence(
-        summary=f"loss fell from {start:.4g} to {end:.4g} ({drop:.0%}){how} over "
-                f"{len(values)} points, steps {first}-{last}",
-        tag="loss", steps=(first, last),
+        summary=f"{tag.replace('_', ' ')} fell from {start:.4g} to {end:.4g} ({drop:.0%}){how} "
+                f"over {len(values)} points, steps {first}-{last}"
+                + (" (no training loss was logged)" if tag != "loss" else ""),
+        tag=tag, steps=(first, last),
         numbers={"start": start, "end": end, "points": len(values)},
     )]
     if bad_grads:
@@ -118,7 +124,7 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
                     "kept falling (an fp16 loss scaler skipping overflowed steps): normal",
             tag="grad_norm", numbers={"skipped": bad_grads},
         ))
-    eval_loss = run.series("eval_loss").to_numpy(dtype=float)
+    eval_loss = run.series("eval_loss").to_numpy(dtype=float) if tag == "loss" else []
     if len(eval_loss) >= 2 and np.isfinite(eval_loss).all():
         evidence.append(Evidence(
             summary=f"eval loss went from {eval_loss[0]:.4g} to {eval_loss[-1]:.4g} "
@@ -128,10 +134,10 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
                      "best": float(eval_loss.min())},
         ))
     return ctx.finding(
-        message=f"No failure found: the loss fell from {start:.4g} to {end:.4g} over "
-                f"steps {first}-{last}, finite throughout.",
+        message=f"No failure found: the {tag.replace('_', ' ')} fell from {start:.4g} to "
+                f"{end:.4g} over steps {first}-{last}, finite throughout.",
         severity=Severity.INFO,
-        confidence=min(1.0, 0.5 + len(values) / 100),
+        confidence=min(1.0, 0.5 + len(values) / 100) - (0.1 if tag != "loss" else 0.0),
         title="Training looks healthy",
         evidence=evidence,
     )
