@@ -42,7 +42,6 @@ KNOWN_UNREAD_TEST_CASES = frozenset({
     "tf_sequence_tagging_lr_0_01_loss_nan_issue_47",
     # collected 2026-11-25 (second batch): "nothing readable" in the test half
     "keras_cifar10_cnn_tf_backend_loss_2_3034_acc_0_1_chance_issue_3769",
-    "lasagne_mnist_cnn_val_acc_frozen_10_64pct_val_loss_2_30_issue_525",
     "tiny_dnn_cifar10_epoch_600s_test_acc_54_to_79pct_healthy_issue_883",
 })
 

@@ -539,3 +539,19 @@ def test_metric_logger_data_is_the_data_wait(tmp_path: Path) -> None:
         "(0.4301)  lr: 0.000833  max mem: 5004\n"))
     assert _same(_series(s, "data_time"), [(20, 0.4336)])
     assert _same(_series(s, "step_time"), [(20, 0.7022)])
+
+
+def test_lasagne_mnist_epoch_blocks(tmp_path: Path) -> None:
+    """Lasagne's examples/mnist.py (copied into many repositories) prints ``Epoch {} of {}
+    took {:.3f}s`` then ``  training loss:\\t\\t{:.6f}``, ``  validation loss:\\t\\t{:.6f}``
+    and ``  validation accuracy:\\t\\t{:.2f} %``: one point per epoch, its time an epoch's."""
+    s = _read(tmp_path, (
+        "Starting training...\n"
+        "Epoch 1 of 500 took 9.612s\n  training loss:\t\t1.211208\n"
+        "  validation loss:\t\t0.385034\n  validation accuracy:\t\t89.23 %\n"
+        "Epoch 2 of 500 took 9.587s\n  training loss:\t\t0.472921\n"
+        "  validation loss:\t\t0.275312\n  validation accuracy:\t\t92.01 %\n"))
+    assert _same(_series(s, "loss"), [(1, 1.211208), (2, 0.472921)])
+    assert _same(_series(s, "eval_loss"), [(1, 0.385034), (2, 0.275312)])
+    assert _same(_series(s, "eval_accuracy"), [(1, 89.23), (2, 92.01)])
+    assert _same(_series(s, "step_time"), [(1, 9.612), (2, 9.587)])

@@ -76,7 +76,10 @@ _TF = re.compile(r"\bstep\s?=\s?(\d+)\b")
 _CAFFE_ITER = re.compile(r"\bIteration\s+(\d+)\b")
 _CAFFE_TEST = re.compile(r"Test net output #\d+:\s+(\w+)\s+=\s+" + _VALUE)
 _CAFFE_TRAIN = re.compile(r"Train net output #\d+:\s+(\w+)\s+=\s+" + _VALUE)
-_KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)(?:\s*/\s*(\d+)|\s+out of\s+(\d+))?\s*$")
+#: (Lasagne's mnist.py, copied into many repositories, prints ``Epoch 1 of 500 took 9.612s``
+#: then ``  training loss:\t\t1.211208``, ``  validation accuracy:\t\t89.23 %`` lines)
+_KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)(?:\s*/\s*(\d+)|\s+out of\s+(\d+)|\s+of\s+(\d+)"
+                          r"\s+took\s+(" + _NUM + r")s)?\s*$")
 _KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[[=>.]*\]|[━─]+|-\s)")
 _KERAS_PAIR = re.compile(r"\s-\s([A-Za-z_][\w/]*(?: [A-Za-z_][\w/]*)?):\s" + _VALUE)
 _BAR = re.compile(r"(\d+)%\|[^|]*\|\s*(\d+)/(\d+)\s*\[([^\]]*)\]")
@@ -258,6 +261,8 @@ def keras_epoch(text: str, ctx: LineContext) -> MetricLine | None:
         ctx.keras_epoch = epoch - 1  # the finished bar before the first header: its epoch
     done = flush_keras(ctx)
     ctx.keras_epoch = epoch
+    if m.group(5) is not None:  # Lasagne's header carries the epoch's time
+        ctx.keras_values = [("epoch_time", _float(m.group(5)))]
     return done
 
 
@@ -550,6 +555,7 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
     if ei is not None and step is not None:
         ctx.pos_last = (int(ei.group(1)), step, int(ei.group(3)) if ei.group(3) else None)
     summary = False  # the summary line of an epoch whose batches were logged
+    from_header = False  # the step is the epoch of a header line before this one
     if step is None:
         e = _EPOCH_MARKER.search(text)
         if e is not None:
@@ -565,6 +571,7 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
         elif ctx.keras_epoch is not None:  # "Epoch 3/25" on its own line, then
             step = ctx.keras_epoch         # "train Loss: 0.57 Acc: 0.69" (PyTorch tutorial)
             stateless = False
+            from_header = True
         else:
             phase = _PHASE_STEP.match(text)  # "Train 3, loss: ...", "Test 3, loss: ..."
             if phase is None:
@@ -578,6 +585,7 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
     uniq: list[tuple[str, float]] = []
     taken: set[int] = set()  # start offsets of values already used
     keys: set[str] = set()
+    phased: set[str] = set()  # keys named with their phase (``validation accuracy``)
     for pattern in (_WORDS_LOSS, _WORDS_METRIC, _COLON_PAIR, _EQ_PAIR, _SPACE_PAIR):
         for m in pattern.finditer(text):
             key = "_".join(m.group(1).split())
@@ -587,8 +595,11 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
                 continue
             taken.add(m.start(2))
             keys.add(low)
+            if pattern is _WORDS_METRIC:
+                phased.add(low)
             uniq.append((key, _float(m.group(2))))
-    if not any(w in k.lower() for k, _ in uniq for w in LOSS_WORDS):
+    if not any(w in k.lower() for k, _ in uniq for w in LOSS_WORDS) and not (
+            from_header and uniq and keys <= phased):  # Lasagne's "validation accuracy:" line
         return None
     if summary:  # its times are the whole epoch's, not one step's
         uniq = [(f"epoch_total_{k}" if "time" in k.lower() else k, v) for k, v in uniq]

@@ -67,6 +67,7 @@ METRIC_MARKERS: tuple[bytes, ...] = (
     b"Iter[", b"Iteration[",  # MXNet's Speedometer with no metric; its 2015 FeedForward
     b'": ',  # a pretty-printed JSON object's "key": value lines (a pasted log_history)
     b"Epoch ",  # a Keras ``Epoch 2/10`` line (it numbers the progress lines after it)
+    b"accuracy:\t\t",  # Lasagne's ``  validation accuracy:\t\t89.23 %`` after ``Epoch N of M``
     b", lr = ",  # Caffe ``Iteration N, lr = X``
     b"Testing net",  # Caffe ``Iteration N, Testing net (#0)``: the step of the outputs after
     b"(val)",  # mmengine Epoch(val)/Iter(val) evaluation lines (mAP, accuracy; no loss)

@@ -177,6 +177,8 @@ def parse_metrics(text: str, ctx: LineContext | None = None) -> MetricLine | Non
             if got is not None:
                 return got
         return parse_generic_pairs(text, ctx)
+    if ctx is not None and ctx.keras_epoch is not None and "accuracy:" in low:
+        return parse_generic_pairs(text, ctx)  # Lasagne's "  validation accuracy:\t\t89 %"
     return None
 
 
