@@ -13,7 +13,6 @@ from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.registry import rule
 from autopsy.rules.slow._slow import (
-    first_step,
     lags,
     median,
     seconds,
@@ -39,13 +38,14 @@ class Slow:
 
 
 def _onset(per_step: pd.Series, threshold: float, run: Run, rank: int) -> int | None:
-    """The first step where ``per_step`` reaches ``threshold``; the first logged step if early."""
+    """The first step where ``per_step`` reaches ``threshold``; None when that is among the
+    first logged steps (the rank lagged from the start: no step began it)."""
     hit = per_step[per_step >= threshold]
     if hit.empty:
         return None
     at = int(hit.index[0])
     early = per_step.index[min(len(per_step) - 1, 4)]
-    return first_step(run, rank) if at <= early else at
+    return None if at <= early else at
 
 
 def by_component(run: Run, ctx: RuleContext, period: dict[int, float]) -> Slow | None:
