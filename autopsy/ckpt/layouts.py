@@ -95,6 +95,21 @@ def _names(folder: Path) -> list[str]:
         return []
 
 
+#: A checkpoint named inside a longer path or message: HF ``checkpoint-500``, DeepSpeed
+#: ``global_step500``, Megatron ``iter_0000500``, Lightning ``epoch=3-step=1200.ckpt``
+#: (at most 18 digits: a longer run of digits is no step, and ``int`` refuses thousands).
+_STEP_IN_PATH = re.compile(r"(?:checkpoint|global_step|step|iteration|iter)[=_-]?(\d{1,18})(?!\d)",
+                           re.IGNORECASE)
+
+
+def step_in_path(text: str) -> int | None:
+    """The step of the innermost checkpoint name in a path or an error message
+    (``/out/checkpoint-32500``, ``ckpts/global_step1200/mp_rank_00_model_states.pt``), or
+    None. Unlike :func:`step_from_name` it never falls back to a bare number."""
+    found = _STEP_IN_PATH.findall(text)
+    return int(found[-1]) if found else None
+
+
 def step_from_name(name: str) -> int | None:
     """The step a checkpoint's name carries (``checkpoint-500``, ``global_step500``,
     ``epoch=2-step=300.ckpt``, ``ckpt_1000.pt``), or None."""

@@ -87,9 +87,10 @@ def test_the_step_is_the_one_the_checkpoints_path_names(tmp_path: Path) -> None:
 
 
 def test_checkpoint_step_reads_the_usual_names() -> None:
-    from autopsy.rules.resume.res016_checkpoint_load_failed import checkpoint_step
+    from autopsy.ckpt.layouts import step_in_path as checkpoint_step
 
     assert checkpoint_step("ckpts/global_step1200/mp_rank_00_model_states.pt") == 1200
     assert checkpoint_step("checkpoints/iter_0000500/mp_rank_00/model_optim_rng.pt") == 500
     assert checkpoint_step("lightning_logs/version_0/epoch=3-step=1200.ckpt") == 1200
     assert checkpoint_step("Missing key(s) in state_dict: \"0.weight\"") is None
+    assert checkpoint_step("checkpoint-" + "9" * 5000) is None  # no step, no int() error

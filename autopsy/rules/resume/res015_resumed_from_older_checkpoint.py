@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 import pandas as pd
 
+from autopsy.ckpt.layouts import step_in_path
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
@@ -17,8 +17,6 @@ from autopsy.rules.resume._boundary import resumes
 from autopsy.rules.resume.res002_torn_checkpoint import INTEGRITY_CHECKS
 from autopsy.rules.resume.thresholds import RES015
 from autopsy.signals.resume import Boundary, new_side
-
-_STEP_IN_PATH = re.compile(r"(?:checkpoint|step|global_step|iter)[=_-]?(\d+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -53,8 +51,9 @@ def _from_events(run: Run, b: Boundary, src: int, resumed_at: float) -> list[New
     out = []
     for row in ev[ev["kind"].astype(str) == "checkpoint_saved"].itertuples(index=False):
         details = row.details if isinstance(row.details, dict) else {}
-        m = _STEP_IN_PATH.search(str(details.get("path", "")))
-        step = int(m.group(1)) if m else (None if pd.isna(row.step) else int(row.step))
+        step = step_in_path(str(details.get("path", "")))
+        if step is None:
+            step = None if pd.isna(row.step) else int(row.step)
         if step is None or not src < step <= b.previous_last:
             continue
         wall = float(row.wall_time) if not pd.isna(row.wall_time) else math.nan

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
+from autopsy.ckpt.layouts import step_in_path
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
@@ -30,17 +29,6 @@ ADVICE: dict[str, str] = {
                   "a `weights_only` error, load with the classes allow-listed "
                   "(`torch.serialization.add_safe_globals`) if you trust the file",
 }
-
-
-#: The step a checkpoint's path names: HF ``checkpoint-500``, DeepSpeed ``global_step500``,
-#: Megatron ``iter_0000500``, Lightning ``epoch=3-step=1200.ckpt``.
-_CKPT_STEP = re.compile(r"(?:\bcheckpoint-|\bglobal_step|\biter_|\bstep=)(\d+)\b")
-
-
-def checkpoint_step(text: str) -> int | None:
-    """The step of the last checkpoint path named in ``text``, or None."""
-    found = _CKPT_STEP.findall(text)
-    return int(found[-1]) if found else None
 
 
 @rule(code="RES016", name="checkpoint-load-failed", family=Family.RESUME,
@@ -94,7 +82,7 @@ def checkpoint_load_failed(run: Run, ctx: RuleContext) -> Finding | None:
                     f"{frame.get('line', '?')})",
             source=str(frame.get("file")), line=frame.get("line")))
     assert sig.cause is not None
-    step = checkpoint_step(f"{text} {row['message'] or ''}")
+    step = step_in_path(f"{text} {row['message'] or ''}")
     return ctx.finding(
         step=step,
         message=f"{who[0].upper() + who[1:]} died loading its checkpoint: {sig.why} "
