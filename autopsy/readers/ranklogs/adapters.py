@@ -610,10 +610,6 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
     return MetricLine("generic", step, uniq, stateless=stateless)
 
 
-#: Adapters tried in order on a line holding a loss (or an ``Epoch``/``Iteration`` marker),
-#: each only when the line holds one of its literals (every shape an adapter reads has one:
-#: a substring test spares a regex search per adapter on every other line);
-#: :func:`parse_generic_pairs` is tried last, after the built-in generic parser.
 _ONMT_VALID = re.compile(r"\bValidation (perplexity|accuracy): (" + _NUM + r")\s*$")
 
 
@@ -628,6 +624,10 @@ def parse_opennmt_valid(text: str, ctx: LineContext) -> MetricLine | None:
                       [(f"validation {m.group(1)}", _float(m.group(2)))], stateless=False)
 
 
+#: Adapters tried in order on a line holding a loss (or an ``Epoch``/``Iteration`` marker),
+#: each only when the line holds one of its literals (every shape an adapter reads has one:
+#: a substring test spares a regex search per adapter on every other line);
+#: :func:`parse_generic_pairs` is tried last, after the built-in generic parser.
 ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (('{"',), parse_json_line), (("Epoch[", "Iter[", "Iteration["), parse_mxnet),
     (PADDLE_LITERALS, parse_paddle),
