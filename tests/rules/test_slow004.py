@@ -105,3 +105,36 @@ def test_a_long_slow_stretch_is_measured_whole() -> None:
     tail, pace = got
     assert len(tail) == 50_000 and int(tail.index[0]) == 150_001
     assert abs(pace - 1.0) < 0.01
+
+
+def _megatron(tmp_path: Path, ms: list[float]) -> Path:
+    """Megatron-LM training lines (the format of ``training_log``: ``iteration N/ M |
+    consumed samples: ... | elapsed time per iteration (ms): X | learning rate: ...``),
+    five iterations apart, as a reporter pastes a few of them."""
+    lines = []
+    for i, t in enumerate(ms):
+        it = 10 + 5 * i
+        lines.append(f" iteration {it:>8}/     600 | consumed samples: {it * 64:>12} | "
+                     f"elapsed time per iteration (ms): {t:.1f} | learning rate: "
+                     f"{it * 8e-7:.3E} | global batch size:    64 |")
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_few_step_times_that_rise_at_every_point_are_a_slowdown(tmp_path: Path) -> None:
+    d = diagnose(autopsy.load_run(_megatron(tmp_path, [84606.2, 142474.1, 202438.6])))
+    (f,) = [f for f in d.findings if f.code == "SLOW004"]
+    assert f.cause == "slowing_down" and f.step is None  # rising from the first point
+    assert f.evidence[0].numbers["points"] == 3 and f.evidence[0].numbers["ratio"] > 2.3
+    assert d.verdict.family.value == "slow"
+
+
+def test_a_few_step_times_near_misses_pass(tmp_path: Path) -> None:
+    for ms in ([84606.2, 86000.0, 202438.6],     # one jump at the end: a stall, not a trend
+               [84606.2, 120000.0, 110000.0, 150000.0],  # not up at every point
+               [84606.2, 110000.0, 140000.0],    # up at every point, not doubled
+               [202438.6, 142474.1, 84606.2],    # faster and faster (warm-up)
+               [84606.2, 202438.6]):             # two points: one interval
+        d = diagnose(autopsy.load_run(_megatron(tmp_path, ms)))
+        assert all(f.code != "SLOW004" for f in d.findings), ms

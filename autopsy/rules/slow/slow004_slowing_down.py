@@ -38,6 +38,13 @@ def slowing_down(run: Run, ctx: RuleContext) -> Finding | None:
         a busy host is noise, not a finding). At least ``min_points`` step times are
         needed.
 
+        With fewer points (an excerpt of a few log lines, a run that logs once an epoch)
+        but at least ``min_sparse_points``, the step times must rise at every point and
+        end at least ``sparse_ratio`` times the first one, with no single interval holding
+        more than ``sparse_max_jump_share`` of the rise (one jump is a stall or a new pace,
+        not a slowdown that grows). The rise starts at or before the first logged point,
+        so there is no onset step.
+
     Why it happens:
         Something grows with the number of steps: a Python list that keeps tensors
         (``losses.append(loss)`` keeps each step's graph alive: use ``loss.item()``),
@@ -70,6 +77,8 @@ def slowing_down(run: Run, ctx: RuleContext) -> Finding | None:
     if times is None or not times.reliable:
         return None
     found = _trend_finding(run, ctx, times)
+    if found is None and len(times.seconds) < int(ctx["min_points"]):
+        found = _sparse_finding(ctx, times)
     if found is None and times.origin.startswith("throughput"):
         drop = _tail_drop(times.seconds, ctx)
         if drop is not None:
@@ -144,6 +153,50 @@ def _trend_finding(run: Run, ctx: RuleContext, times: StepTimes) -> Finding | No
                 "pad or bucket sequence lengths; with torch.compile mark dynamic dimensions "
                 "to stop recompiling",
                 "check GPU clocks and temperature (nvidia-smi -q -d PERFORMANCE,TEMPERATURE)"],
+    )
+
+
+def _sparse_rise(secs: pd.Series, ctx: RuleContext) -> bool:
+    """Whether a few step times rise steadily: up at every point, ``sparse_ratio`` x the
+    first at the end, no interval holding more than ``sparse_max_jump_share`` of the rise."""
+    values = secs.to_numpy(dtype="float64")
+    if len(values) < int(ctx["min_sparse_points"]) or not np.isfinite(values).all():
+        return False
+    steps = np.diff(values)
+    rise = float(values[-1] - values[0])
+    return bool(values[0] > 0 and (steps > 0).all()
+                and values[-1] >= float(ctx["sparse_ratio"]) * values[0]
+                and rise >= float(ctx["min_increase_s"])
+                and float(steps.max()) <= float(ctx["sparse_max_jump_share"]) * rise)
+
+
+def _sparse_finding(ctx: RuleContext, times: StepTimes) -> Finding | None:
+    """The finding for a few step times that rise at every point (see :func:`slowing_down`)."""
+    secs = times.seconds
+    if not _sparse_rise(secs, ctx):
+        return None
+    start, end = float(secs.iloc[0]), float(secs.iloc[-1])
+    lost = float(((secs - start).clip(lower=0) * times.gaps).sum())
+    if lost < ctx["min_lost_s"]:
+        return None
+    first, last = int(secs.index[0]), int(secs.index[-1])
+    return ctx.finding(
+        message=f"Steps get slower at every logged point: {seconds(start)} per step at step "
+                f"{first}, {seconds(end)} at step {last} ({end / start:.2g}x), about "
+                f"{seconds(lost)} lost against the first pace; the rise starts at or before "
+                f"the first logged step.",
+        severity=Severity.ERROR, confidence=0.55, cause="slowing_down", step=None,
+        evidence=[Evidence(
+            summary=f"{times.origin}: " + ", ".join(
+                f"{seconds(float(v))} at step {int(s)}" for s, v in secs.items()),
+            source=times.source, steps=(first, last),
+            numbers={"start_s": round(start, 6), "end_s": round(end, 6),
+                     "ratio": round(end / start, 4), "lost_s": round(lost, 3),
+                     "points": len(secs)})],
+        advice=["log loss.item() rather than the tensor; clear metric buffers and caches",
+                "watch host and GPU memory across the run: a steady rise is a leak",
+                "pad or bucket sequence lengths; with torch.compile mark dynamic dimensions "
+                "to stop recompiling"],
     )
 
 

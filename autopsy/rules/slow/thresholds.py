@@ -129,6 +129,21 @@ SLOW004: dict[str, Threshold] = {
         "From 6 points the interval is sound (step times with no trend put its lower end "
         "above zero in 0.6-1.6% of 4,000 simulated runs of 6-8 points, under the nominal "
         "2.5%); at 4 points it is not (3.7%).")),
+    "min_sparse_points": Threshold(3, (
+        "A run with fewer than min_points step times (a reporter's few pasted lines, a run "
+        "that logs once an epoch) is judged on its raw points from 3 on: they must rise at "
+        "every point and end sparse_ratio times the first. Three points rising in a row "
+        "happen by chance one time in six; doubling on top of that does not happen to "
+        "step times that only jitter. On 2 points a rise is one interval, a stall.")),
+    "sparse_ratio": Threshold(2.0, (
+        "The few step times must end at least twice the first (tail_ratio's half speed): "
+        "with no trend interval to test against, only a change far beyond the few-percent "
+        "wander of step times says the run slows down. A first point inflated by warm-up "
+        "only works against a rise, so it is kept.")),
+    "sparse_max_jump_share": Threshold(2 / 3, (
+        "No single interval may hold more than two thirds of the rise: a slowdown that grows "
+        "climbs at every point; one big jump (a checkpoint or an evaluation in the last "
+        "interval) is a stall or a new pace, which SLOW003/SLOW006 and the tail drop judge.")),
     "tail_ratio": Threshold(2.0, (
         "A run whose printed throughput ends at half its median before (each step at least "
         "twice as long) slowed down sharply at the end, trend or not: half the speed is what "
