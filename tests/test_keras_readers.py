@@ -84,3 +84,26 @@ def test_keras_nan_loss_found_in_each_writer(tmp_path: Path) -> None:
         (run_dir / keep).write_bytes((tmp_path / keep).read_bytes())
         verdict = autopsy.diagnose(autopsy.load_run(run_dir)).verdict
         assert (verdict.family.value, verdict.step) == ("nan_inf", step), keep
+
+
+def test_a_finished_bar_gives_the_epoch_time(tmp_path: Path) -> None:
+    """The time a finished bar says the epoch took, in each Keras's format: Keras 1
+    (``- 12s - loss``), tf.keras 2 (``- 5s 3ms/step``, ``- 2s 35us/sample``) and Keras 3
+    (``━━━━ 5s 3ms/step``); a bar still running (ETA) or an epoch under half a second
+    (``0s``) gives none."""
+    bars = [
+        "60000/60000 [==============================] - 12s - loss: 0.3000 - acc: 0.9100",
+        "1875/1875 [==============================] - 5s 3ms/step - loss: 0.2000",
+        "60000/60000 [==============================] - 2s 35us/sample - loss: 0.1500",
+        "1875/1875 ━━━━━━━━━━━━━━━━━━━━ 9s 5ms/step - accuracy: 0.9600 - loss: 0.1000",
+        "1875/1875 ━━━━━━━━━━━━━━━━━━━━ 0s 1ms/step - accuracy: 0.9700 - loss: 0.0900",
+    ]
+    lines = []
+    for epoch, bar in enumerate(bars, start=1):
+        lines += [f"Epoch {epoch}/6", bar]
+    lines += ["Epoch 6/6", "1000/1875 [==============>...............] - ETA: 2s - loss: 0.0800"]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = autopsy.load_run(tmp_path)
+    times = run.series("step_time")
+    assert dict(times) == {1: 12.0, 2: 5.0, 3: 2.0, 4: 9.0}
+    assert list(run.series("loss").index) == [1, 2, 3, 4, 5, 6]

@@ -81,6 +81,10 @@ _CAFFE_TRAIN = re.compile(r"Train net output #\d+:\s+(\w+)\s+=\s+" + _VALUE)
 _KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)(?:\s*/\s*(\d+)|\s+out of\s+(\d+)|\s+of\s+(\d+)"
                           r"\s+took\s+(" + _NUM + r")s)?\s*$")
 _KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[[=>.]*\]|[━─]+|-\s)")
+#: The time a finished Keras bar took: ``[====] - 5s 3ms/step``, Keras 1's ``[====] - 12s -
+#: loss``, Keras 3's ``━━━━ 5s 3ms/step`` (whole seconds; ``ms``/``us`` for a sub-second epoch)
+_KERAS_TOOK = re.compile(r"^\s*\d+/\d+\s+(?:\[[=>.]*\]|[━─]+)\s+(?:-\s+)?(" + _NUM
+                         + r")(s|ms|us)(?=\s)")
 _KERAS_PAIR = re.compile(r"\s-\s([A-Za-z_][\w/]*(?: [A-Za-z_][\w/]*)?):\s" + _VALUE)
 _BAR = re.compile(r"(\d+)%\|[^|]*\|\s*(\d+)/(\d+)\s*\[([^\]]*)\]")
 _BAR_EPOCH = re.compile(r"\bEpoch\s+(\d+)\b")
@@ -290,8 +294,7 @@ def parse_keras_batches(text: str, ctx: LineContext) -> MetricLine | None:
     m = _KERAS_BAR.match(text)
     if m is None or ctx.keras_epoch is not None or " - " not in text:
         return None
-    pairs = [(k.replace(" ", "_"), _float(v)) for k, v in _KERAS_PAIR.findall(text)
-             if k != "ETA"]
+    pairs = _keras_pairs(text, m)
     if not pairs:
         return None
     if m.group(1) == m.group(2) and "ETA" not in text:
@@ -305,17 +308,31 @@ def parse_keras(text: str, ctx: LineContext) -> MetricLine | None:
     """A Keras progress line (kept until the epoch ends; see :func:`flush_keras`)."""
     if ctx.keras_epoch is None:
         return None
-    last = None
+    last, bar = None, None
     for seg in re.split(r"[\r\x08]+", text):
-        if _KERAS_BAR.match(seg) and " - " in seg:
-            last = seg
-    if last is None:
+        m = _KERAS_BAR.match(seg)
+        if m and " - " in seg:
+            last, bar = seg, m
+    if last is None or bar is None:
         return None
-    pairs = [(k.replace(" ", "_"), _float(v)) for k, v in _KERAS_PAIR.findall(last)
-             if k not in ("ETA",)]
+    pairs = _keras_pairs(last, bar)
     if pairs:
         ctx.keras_values = pairs
     return None
+
+
+def _keras_pairs(seg: str, bar: re.Match[str]) -> list[tuple[str, float]]:
+    """The ``key: value`` pairs of one Keras bar, and ``epoch_time`` (seconds) when the bar
+    is finished (``n/n``, no ETA) and says how long it took."""
+    pairs = [(k.replace(" ", "_"), _float(v)) for k, v in _KERAS_PAIR.findall(seg)
+             if k != "ETA"]
+    if pairs and bar.group(1) == bar.group(2) and "ETA" not in seg:
+        took = _KERAS_TOOK.match(seg)
+        secs = _float(took.group(1)) * {"s": 1.0, "ms": 1e-3, "us": 1e-6}[took.group(2)] \
+            if took is not None else 0.0
+        if secs > 0:  # "0s": under half a second, rounded away; no time to give
+            pairs.append(("epoch_time", secs))
+    return pairs
 
 
 def parse_bar(text: str, ctx: LineContext) -> MetricLine | None:
