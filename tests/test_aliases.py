@@ -54,3 +54,23 @@ def test_no_raw_spelling_means_two_things() -> None:
 )
 def test_hf_end_of_training_summary_is_not_a_series_point(raw: str, canonical: str) -> None:
     assert canonical_tag(raw) == canonical
+
+
+@pytest.mark.parametrize(
+    ("raw", "canonical"),
+    [
+        ("Train-CrossEntropy", "loss"),       # MXNet's Speedometer and epoch lines
+        ("Train-accuracy", "accuracy"),
+        ("Validation-accuracy", "eval_accuracy"),
+        ("val_CrossEntropy", "eval_loss"),
+        ("train_perplexity", "perplexity"),
+        ("val_perplexity", "eval_perplexity"),
+        ("valid_accuracy", "eval_accuracy"),
+        ("val_check_interval", "val_check_interval"),   # the rest is no known tag: kept
+        ("Train-SmoothL1", "train_smoothl1"),
+        ("val_eval_loss", "val_eval_loss"),             # no eval twin of an eval tag
+    ],
+)
+def test_a_phase_joined_by_an_underscore_maps_only_onto_a_known_tag(raw: str,
+                                                                    canonical: str) -> None:
+    assert canonical_tag(raw) == canonical

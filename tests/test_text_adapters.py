@@ -371,7 +371,9 @@ def test_mxnet_module_fit_lines(tmp_path: Path) -> None:
     assert _same(_series(s, "loss"), [(100, 2.3), (200, 2.1), (301, math.nan)])
     assert _same(_series(s, "throughput"), [(100, 1234.56), (200, 1200.0), (301, 1100.0)])
     assert _same(_series(s, "eval_accuracy"), [(200, 0.3)])
-    assert _same(_series(s, "train_accuracy"), [(200, 0.25)])
+    # the epoch's Train-accuracy is the mean of what the batch lines give: kept apart
+    assert _same(_series(s, "epoch_train_accuracy"), [(200, 0.25)])
+    assert _same(_series(s, "accuracy"), [(100, 0.123456), (200, 0.223456), (301, 0.4)])
 
 
 def test_paddle_suites_lines(tmp_path: Path) -> None:
@@ -525,7 +527,7 @@ def test_mxnet_speedometer_without_a_metric_and_the_2015_feedforward_epoch_lines
         "2015-10-02 10:05:40,000 Iteration[0] Validation-accuracy=0.080000\n"
         "2015-10-02 10:06:51,300 Iter[1] Batch [20]\tSpeed: 172.80 samples/sec\n"))
     assert _same(_series(s, "throughput"), [(20, 201.94), (40, 178.63), (61, 172.8)])
-    assert _same(_series(s, "train_accuracy"), [(40, 0.05125)])  # the sole one: accuracy
+    assert _same(_series(s, "accuracy"), [(40, 0.05125)])  # the sole one: accuracy
     assert _same(_series(s, "eval_accuracy"), [(40, 0.08)])
 
 
@@ -555,3 +557,19 @@ def test_lasagne_mnist_epoch_blocks(tmp_path: Path) -> None:
     assert _same(_series(s, "eval_loss"), [(1, 0.385034), (2, 0.275312)])
     assert _same(_series(s, "eval_accuracy"), [(1, 89.23), (2, 92.01)])
     assert _same(_series(s, "step_time"), [(1, 9.612), (2, 9.587)])
+
+
+def test_mxnet_epoch_nan_of_a_reset_metric_is_no_value(tmp_path: Path) -> None:
+    """The Speedometer (``auto_reset=True``) resets the metric at each print; an epoch whose
+    last batch was printed ends with no instances, and ``Epoch[e] Train-X=nan`` is 0/0 (the
+    mxnet-ssd thread zhreshold/mxnet-ssd#136), not a NaN loss. A NaN the batch lines show
+    too is kept, and the epoch mean of a metric the batch lines give is kept apart."""
+    s = _read(tmp_path, (
+        "Epoch[4] Batch [2140] Speed: 6.44 samples/sec Train-CrossEntropy=0.589661\n"
+        "Epoch[4] Train-CrossEntropy=nan\n"
+        "Epoch[5] Batch [100] Speed: 6.40 samples/sec Train-CrossEntropy=0.581000\n"
+        "Epoch[5] Train-CrossEntropy=0.583000\n"
+        "Epoch[6] Batch [100] Speed: 6.40 samples/sec Train-CrossEntropy=nan\n"
+        "Epoch[6] Train-CrossEntropy=nan\n"))
+    assert _same(_series(s, "loss"), [(2140, 0.589661), (2241, 0.581), (2342, math.nan)])
+    assert _same(_series(s, "epoch_train_crossentropy"), [(2241, 0.583), (2342, math.nan)])

@@ -121,6 +121,18 @@ PREFIX_RULES: tuple[tuple[str, str], ...] = (
     ("training/", ""),
 )
 
+#: Phase prefixes joined by ``_`` (MXNet's ``Train-CrossEntropy``, ``Validation-accuracy``
+#: end as ``train_crossentropy``, ``val_accuracy``): rewritten only when the rest is a
+#: known tag, so ``val_check_interval`` stays itself. (raw prefix, phase): ``""`` is
+#: training (the rest's own name), ``"eval_"`` the rest's evaluation twin.
+JOINED_PHASE_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("train_", ""),
+    ("training_", ""),
+    ("val_", "eval_"),
+    ("valid_", "eval_"),
+    ("validation_", "eval_"),
+)
+
 _LOOKUP: dict[str, str] = {
     raw: canon for canon, raws in TAG_ALIASES.items() for raw in (canon, *raws)
 }
@@ -151,4 +163,11 @@ def canonical_tag(raw: str) -> str:
                 continue
             candidate = replacement + rest
             return _LOOKUP.get(candidate, candidate)
+    for prefix, phase in JOINED_PHASE_PREFIXES:
+        if norm.startswith(prefix) and norm[len(prefix):] in _LOOKUP:
+            canon = _LOOKUP[norm[len(prefix):]]
+            if not phase:
+                return canon
+            if not canon.startswith("eval_") and phase + canon in TAG_ALIASES:
+                return phase + canon
     return norm

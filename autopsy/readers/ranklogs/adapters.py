@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from autopsy.readers.ranklogs.lerobot import LITERALS as LEROBOT_LITERALS
@@ -121,6 +121,10 @@ class LineContext:
     json_line: int = -10
     #: the number of the line being parsed (set by the scanner)
     line: int = 0
+    #: metric names the Speedometer printed finite in the current MXNet epoch, and those it
+    #: printed non-finite (see :func:`parse_mxnet`)
+    mx_finite: set[str] = field(default_factory=set)
+    mx_bad: set[str] = field(default_factory=set)
 
 
 def _float(text: str) -> float:
@@ -497,6 +501,12 @@ _MX_EPOCH = re.compile(r"\b(?:Epoch|Iteration)\[(\d+)\]\s+(Train|Validation)-([\
 _MX_PAIR = re.compile(r"(?:^|\s)([A-Za-z][\w-]*)=(" + _NUM + r")(?=\s|$)")
 
 
+def _mx_name(key: str) -> str:
+    """An MXNet metric's name without the ``Train-`` the older Speedometer puts before it."""
+    key = key.lower()
+    return key[6:] if key.startswith(("train-", "train_")) else key
+
+
 def parse_mxnet(text: str, ctx: LineContext) -> MetricLine | None:
     """MXNet ``Module.fit`` lines: the Speedometer's ``Epoch[e] Batch [b]\tSpeed: X
     samples/sec\tname=value...`` (``Iter[e] Batch [b]`` with no metric; step: the batches
@@ -510,9 +520,12 @@ def parse_mxnet(text: str, ctx: LineContext) -> MetricLine | None:
         if ctx.pos_epoch is not None and e != ctx.pos_epoch:
             ctx.pos_offset += ctx.pos_top + 1
             ctx.pos_top = 0
+            ctx.mx_finite, ctx.mx_bad = set(), set()
         ctx.pos_epoch = e
         ctx.pos_top = max(ctx.pos_top, i)
         pairs = [(k, _float(v)) for k, v in _MX_PAIR.findall(text[m.end():])]
+        for k, v in pairs:
+            (ctx.mx_finite if math.isfinite(v) else ctx.mx_bad).add(_mx_name(k))
         sp = re.search(r"Speed:\s*(" + _NUM + r")", text)
         if sp:
             pairs.insert(0, ("samples_per_second", _float(sp.group(1))))
@@ -526,6 +539,19 @@ def parse_mxnet(text: str, ctx: LineContext) -> MetricLine | None:
     else:
         key = ("train_" if m.group(2) == "Train" else "val_") + m.group(3)
         value = m.group(4)
+        name = _mx_name(m.group(3))
+        this_epoch = m.group(1) is not None and int(m.group(1)) == ctx.pos_epoch
+        if (m.group(2) == "Train" and not math.isfinite(_float(value)) and this_epoch
+                and name in ctx.mx_finite and name not in ctx.mx_bad):
+            # an epoch's Train-X is the metric's mean since its last reset: the Speedometer
+            # (auto_reset=True) resets it at each print, so an epoch whose last batch was
+            # printed ends with no instances and a 0/0 = nan that is no training value (a
+            # line with no step and no values: read, and no other parser takes it)
+            return MetricLine("mxnet_epoch", None, [], stateless=False)
+        if m.group(2) == "Train" and this_epoch and name in ctx.mx_finite | ctx.mx_bad:
+            # the epoch's mean of a metric its batch lines already give: kept apart, so
+            # the series is one value per step (the batch line at the epoch's last step)
+            key = "epoch_" + key
     step = ctx.pos_offset + ctx.pos_top if ctx.pos_epoch is not None else int(m.group(1) or 0)
     kind = "mxnet_eval" if key.startswith("val_") else "mxnet_epoch"
     return MetricLine(kind, step, [(key, _float(value))], stateless=False)
