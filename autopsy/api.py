@@ -78,6 +78,8 @@ def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) ->
         root = common
         found = discover(root, absolute)
     modules = {m.NAME: m for m in reader_modules()}
+    if not found.by_reader:
+        _take_text_files(found)
     config = RunConfig()
     scalar_frames = []
     event_frames = []
@@ -134,6 +136,39 @@ def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) ->
     audited = _audited_paths(run.checkpoints)
     run.unread = [found.rel(p) for p in found.unread if not _inside(p, audited)]
     return run
+
+
+#: Suffixes of files that are never a training log, even when nothing else was found.
+NOT_LOG_SUFFIXES = frozenset({
+    ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".py", ".sh", ".ipynb", ".csv", ".tsv",
+    ".html", ".xml", ".pt", ".pth", ".bin", ".ckpt", ".safetensors", ".npy", ".npz", ".pkl",
+    ".png", ".jpg", ".jpeg", ".gif", ".svg", ".pdf", ".zip", ".tar", ".gz", ".h5",
+})
+#: At most this many unrecognised files are tried as text logs (see :func:`_take_text_files`).
+MAX_FALLBACK_TEXT_FILES = 16
+
+
+def _take_text_files(found: Discovery) -> None:
+    """When no reader took any file, hand the unread text files to the text-log reader: a
+    log saved under a name no log has (``notes.md``, ``output``, ``train_stdout``) is
+    still a log. Files by suffix that are never logs stay unread, and at most
+    :data:`MAX_FALLBACK_TEXT_FILES` are tried (the smallest first)."""
+    from autopsy.readers.ranklogs.lines import looks_like_text, read_head
+
+    picked = []
+    for path in found.unread:
+        if path.suffix.lower() in NOT_LOG_SUFFIXES or path.name.startswith("."):
+            continue
+        try:
+            size = path.stat().st_size
+            if size and looks_like_text(read_head(path)):
+                picked.append((size, path))
+        except OSError:
+            continue
+    chosen = [p for _, p in sorted(picked)[:MAX_FALLBACK_TEXT_FILES]]
+    if chosen:
+        found.by_reader["ranklogs"] = chosen
+        found.unread = [p for p in found.unread if p not in chosen]
 
 
 def _audit_resume_sources(run: Run) -> None:

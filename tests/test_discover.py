@@ -94,3 +94,28 @@ def test_a_file_name_that_is_not_utf8_is_read_and_labelled_printably(tmp_path) -
     assert not run.problems
     assert set(run.scalars["source"].astype(str)) == {"rank0-\\xff.log"}
     assert [s.path for s in run.sources] == ["rank0-\\xff.log"]
+
+
+_WLM = ("| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch  7.54 | loss  7.63 | "
+        "ppl  2064.38\n"
+        "| epoch   1 |   400/ 2983 batches | lr 20.00 | ms/batch  7.44 | loss  6.90 | "
+        "ppl   992.27\n")
+
+
+def test_a_log_under_a_name_no_log_has_is_read_when_nothing_else_is(tmp_path: Path) -> None:
+    """A training log saved as ``notes.md`` (or with no extension) in a folder where no
+    reader took anything: the text files are tried as logs; a config or script is not."""
+    (tmp_path / "model_RNN_RELU_notes.md").write_text(_WLM, encoding="utf-8")
+    (tmp_path / "config.yaml").write_text("lr: 20\n", encoding="utf-8")
+    run = load_run(tmp_path)
+    assert list(run.series("loss").index) == [200, 400]
+    assert [s.path for s in run.sources] == ["model_RNN_RELU_notes.md"]
+    assert run.unread == ["config.yaml"]
+
+
+def test_a_log_named_as_one_leaves_other_text_files_unread(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text(_WLM, encoding="utf-8")
+    (tmp_path / "notes.md").write_text(_WLM.replace("7.63", "9.99"), encoding="utf-8")
+    run = load_run(tmp_path)
+    assert list(run.series("loss")) == [7.63, 6.90]
+    assert "notes.md" in run.unread

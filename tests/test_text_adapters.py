@@ -573,3 +573,52 @@ def test_mxnet_epoch_nan_of_a_reset_metric_is_no_value(tmp_path: Path) -> None:
         "Epoch[6] Train-CrossEntropy=nan\n"))
     assert _same(_series(s, "loss"), [(2140, 0.589661), (2241, 0.581), (2342, math.nan)])
     assert _same(_series(s, "epoch_train_crossentropy"), [(2241, 0.583), (2342, math.nan)])
+
+
+def test_word_language_model_lines(tmp_path: Path) -> None:
+    # pytorch/examples word_language_model/main.py: print('| epoch {:3d} | {:5d}/{:5d} batches
+    # | lr {:02.2f} | ms/batch {:5.2f} | loss {:5.2f} | ppl {:8.2f}'), the end-of-epoch
+    # '| end of epoch {:3d} | time: {:5.2f}s | valid loss {:5.2f} | valid ppl {:8.2f}' and
+    # '| End of training | test loss {:5.2f} | test ppl {:8.2f}'
+    s = _read(tmp_path, (
+        "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch  7.54 | loss  7.63 | "
+        "ppl  2064.38\n"
+        "| epoch   1 |   400/ 2983 batches | lr 20.00 | ms/batch  7.44 | loss   nan | "
+        "ppl      nan\n"
+        "-----------------------------------------------------------------------------------------\n"
+        "| end of epoch   1 | time: 23.00s | valid loss  5.53 | valid ppl   252.03\n"
+        "-----------------------------------------------------------------------------------------\n"
+        "| epoch   2 |   200/ 2983 batches | lr 20.00 | ms/batch  7.40 | loss  5.01 | "
+        "ppl   149.90\n"
+        "=========================================================================================\n"
+        "| End of training | test loss  5.00 | test ppl   148.38\n"))
+    assert _same(_series(s, "loss"), [(200, 7.63), (400, math.nan), (3183, 5.01)])
+    assert _same(_series(s, "step_time_ms"), [(200, 7.54), (400, 7.44), (3183, 7.40)])
+    assert _same(_series(s, "eval_loss"), [(400, 5.53)])
+    assert _same(_series(s, "final_test_loss"), [(3183, 5.00)])
+
+
+def test_basicsr_lines(tmp_path: Path) -> None:
+    # BasicSR's MessageLogger ('[{name}..][epoch:{:3d}, iter:{:8,d}, lr:({:.3e},)] [eta: ...,
+    # time (data): {:.3f} ({:.3f})] {k}: {v:.4e} ...') and the older MMSR/EDVR logger
+    # ('<epoch:{:3d}, iter:{:8,d}, lr:{:.3e}> {k}: {v:.4e}', dates as %y-%m-%d)
+    s = _read(tmp_path, (
+        "2022-05-26 10:09:40,123 INFO: [train..][epoch:  0, iter:     100, lr:(1.000e-04,)] "
+        "[eta: 1 day, 0:33:40, time (data): 0.172 (0.003)] l_pix: 5.2374e-02 \n"
+        "2022-05-26 10:10:00,123 INFO: [train..][epoch:  0, iter:     200, lr:(1.000e-04,)] "
+        "[eta: 1 day, 0:33:20, time (data): 0.170 (0.002)] l_g_pix: 4.1e-02 l_g_gan: 3.1e-02 "
+        "l_d_real: 6.9e-01 \n"))
+    assert _same(_series(s, "loss"), [(100, 0.052374), (200, 0.041)])
+    assert _same(_series(s, "step_time"), [(100, 0.172), (200, 0.170)])
+    assert _same(_series(s, "data_time"), [(100, 0.003), (200, 0.002)])
+    assert _same(_series(s, "l_g_gan"), [(200, 0.031)])
+    old = _read(tmp_path, (
+        "24-09-18 13:27:08.905 - INFO: <epoch: 16, iter:   3,800, lr:2.999e-04> "
+        "l_all: 3.4186e+00 \n"
+        "24-09-18 14:29:46.916 - INFO: <epoch: 16, iter:   4,000> psnr: 3.2174e+01. ssim: "
+        "8.1106e-01. || Best PSNR: 3.2174e+01 at iter: 4000.\n"), name="old.log")
+    assert _same(_series(old, "loss"), [(3800, 3.4186)])
+    assert _same(_series(old, "learning_rate"), [(3800, 2.999e-4)])
+    assert _same(_series(old, "val_psnr"), [(4000, 32.174)])
+    loss = old[old["tag"] == "loss"]
+    assert loss["wall_time"].iloc[0] == pytest.approx(1726666028.905)  # 2024-09-18 13:27:08

@@ -120,6 +120,14 @@ def test_near_miss_passes_over_sparse_losses_that_are_not_a_divergence() -> None
     assert not _div001(synthetic_run({"loss": [0.9, 1.5, 1.8]}))
     # one point after the best
     assert not _div001(synthetic_run({"loss": [2.0, 1.5, 1.2, 1.0, 1.9]}))
+    # a per-batch loss as noisy after its lowest point as the gap to it (hnmizuho/AT-BSN#1:
+    # BasicSR's l_all every 100 iterations): the first point happened to be the lowest
+    assert not _div001(synthetic_run({"loss": [3.4186, 6.2904, 4.8104, 4.5715, 6.9138]}))
+
+
+def test_a_sparse_steady_climb_has_no_noise_to_hide_in() -> None:
+    (f,) = _div001(synthetic_run({"loss": [1.0, 1.5, 2.0, 2.5, 3.0]}))
+    assert f.step == 2
 
 
 def test_near_miss_passes_over_a_converged_loss_drifting_near_zero() -> None:

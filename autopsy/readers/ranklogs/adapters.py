@@ -667,6 +667,76 @@ def parse_opennmt_valid(text: str, ctx: LineContext) -> MetricLine | None:
                       [(f"validation {m.group(1)}", _float(m.group(2)))], stateless=False)
 
 
+#: PyTorch's examples/word_language_model (and the nn.Transformer tutorial, and their many
+#: copies): ``| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch  7.54 | loss  6.91 |
+#: ppl   1000.2``, then ``| end of epoch   1 | time: 23.00s | valid loss  5.53 | valid ppl
+#: 252.03`` and ``| End of training | test loss  5.00 | test ppl   148.38``
+_WLM_POS = re.compile(r"^\s*\|\s*epoch\s+(\d+)\s*\|\s*(\d+)\s*/\s*(\d+)\s+batches\s*\|")
+_WLM_PAIR = re.compile(r"\|\s*([a-z][a-z /]*?)\s+(" + _NUM + r")(?=\s*\||\s*$)")
+_WLM_END = re.compile(r"^\s*\|\s*(?:end of epoch\s+\d+|End of training)\s*\|")
+
+
+def parse_word_lm(text: str, ctx: LineContext) -> MetricLine | None:
+    """The word language model example's lines (see :data:`_WLM_POS`): a training line at
+    its global batch (the batches of earlier epochs added up, from the ``/ N batches``
+    it prints), ``ms/batch`` as the step time in milliseconds; the end-of-epoch
+    evaluation at the last training line's step, the final test as ``final_test_*``."""
+    m = _WLM_POS.match(text)
+    if m is not None:
+        pairs = [("step_time_ms" if k == "ms/batch" else k, _float(v))
+                 for k, v in _WLM_PAIR.findall(text[m.end() - 1:])]
+        if not any(k == "loss" for k, _ in pairs):
+            return None
+        step = (int(m.group(1)) - 1) * int(m.group(3)) + int(m.group(2))
+        return MetricLine("word_lm", step, pairs)
+    m = _WLM_END.match(text)
+    if m is None or ctx.train_step is None:
+        return None
+    final = "End of training" in m.group(0)
+    pairs = [((f"final_{k}" if final else k).replace(" ", "_"), _float(v))
+             for k, v in _WLM_PAIR.findall(text[m.end() - 1:]) if "loss" in k or "ppl" in k]
+    return MetricLine("word_lm_eval", ctx.train_step, pairs, stateless=False) \
+        if pairs else None
+
+
+#: BasicSR (and the image-restoration repositories built on it: Real-ESRGAN, SwinIR's
+#: training code, HAT, NAFNet...): ``[train..][epoch:  0, iter:     100, lr:(1.000e-04,)]
+#: [eta: 1 day, 0:33:40, time (data): 0.172 (0.003)] l_pix: 5.2374e-02``; its older logger
+#: ``<epoch: 16, iter:   3,800, lr:2.999e-04> l_all: 3.4186e+00``; an evaluation as
+#: ``<epoch: 16, iter:   4,000> psnr: 3.2174e+01. ssim: 8.1106e-01.``
+_BSR_POS = re.compile(r"[<\[]epoch:\s*(\d+),\s*iter:\s*(\d+(?:,\d{3})*)(?:,\s*lr:\s*\(?(" + _NUM
+                      + r"))?[^>\]]*[>\]]")
+_BSR_TIME = re.compile(r"time \(data\):\s*(" + _NUM + r")\s*\((" + _NUM + r")\)")
+_BSR_PAIR = re.compile(r"(?:^|\s)([A-Za-z][\w]*):\s*(" + _NUM + r")(?=[.\s]|$)")
+#: BasicSR's loss names: one of these, or the sole ``l_*`` key, is the training loss.
+_BSR_TOTAL = ("l_all", "l_total", "l_pix", "l_g_pix")
+
+
+def parse_basicsr(text: str, ctx: LineContext) -> MetricLine | None:
+    """BasicSR's training and evaluation lines (see :data:`_BSR_POS`): at the iteration
+    they print; the total loss (or the sole, or the pixel, ``l_*`` loss) as ``loss``;
+    ``time (data)`` as the step and data times; a line with no ``lr`` is an evaluation."""
+    m = _BSR_POS.search(text)
+    if m is None:
+        return None
+    step = int(m.group(2).replace(",", ""))
+    rest = text[m.end():]
+    tail = rest.split("]", 1)[1] if rest.lstrip().startswith("[eta") and "]" in rest else rest
+    tail = tail.split("||", 1)[0]  # "|| Best PSNR: ... at iter: N": the best so far
+    pairs = [(k, _float(v)) for k, v in _BSR_PAIR.findall(tail) if k.lower() != "best"]
+    if m.group(3) is None:  # an evaluation: psnr, ssim, ...
+        pairs = [(f"val_{k.lower()}", v) for k, v in pairs]
+        return MetricLine("basicsr_eval", step, pairs, stateless=False) if pairs else None
+    losses = [k for k, _ in pairs if k.startswith("l_")]
+    total = next((k for k in _BSR_TOTAL if k in losses), losses[0] if len(losses) == 1 else None)
+    pairs = [("loss" if k == total else k, v) for k, v in pairs]
+    pairs.insert(0, ("lr", _float(m.group(3))))
+    t = _BSR_TIME.search(rest)
+    if t is not None:
+        pairs += [("step_time", _float(t.group(1))), ("data_time", _float(t.group(2)))]
+    return MetricLine("basicsr", step, pairs)
+
+
 #: Adapters tried in order on a line holding a loss (or an ``Epoch``/``Iteration`` marker),
 #: each only when the line holds one of its literals (every shape an adapter reads has one:
 #: a substring test spares a regex search per adapter on every other line);
@@ -675,11 +745,13 @@ ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (('{"',), parse_json_line), (("Epoch[", "Iter[", "Iteration["), parse_mxnet),
     (PADDLE_LITERALS, parse_paddle),
     (LEROBOT_LITERALS, parse_lerobot), (VITS_LITERALS, parse_vits),
+    (("<epoch:", "[epoch:"), parse_basicsr),
     (("Epoch", "Iter"), parse_mmengine), (("iter:",), parse_detectron2),
     (("step:",), parse_torchtitan), (("iteration:",), parse_nanotron),
     (("steps:",), parse_deepspeed_pipe), (("Iteration", "Test net output"), parse_caffe),
     (("step",), parse_tf), (("%|",), parse_bar), ((" - ",), parse_keras_batches),
     (("Validation perplexity: ", "Validation accuracy: "), parse_opennmt_valid),
+    (("batches |", "end of epoch", "End of training"), parse_word_lm),
 )
 
 

@@ -72,6 +72,8 @@ METRIC_MARKERS: tuple[bytes, ...] = (
     b"Testing net",  # Caffe ``Iteration N, Testing net (#0)``: the step of the outputs after
     b"(val)",  # mmengine Epoch(val)/Iter(val) evaluation lines (mAP, accuracy; no loss)
     b"====> Epoch:",  # VITS-family epoch times (no loss on the line)
+    b"epoch:",  # BasicSR ``<epoch: 16, iter: 3,800, lr:...> l_all: ...`` (its losses: l_*)
+    b"batches |",  # word_language_model ``| epoch 1 | 200/ 2983 batches | ... | loss``
 )
 
 #: Markers that open a multi-line record, kept whole within one block.

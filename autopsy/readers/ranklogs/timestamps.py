@@ -2,6 +2,8 @@
 
 * ISO (``2024-05-01 12:00:00,123``, ``[2024-05-01 12:00:00]``, ``2024-05-01T12:00:00.5``):
   a wall time in seconds since the epoch, read as UTC (logs rarely carry a zone);
+* a two-digit year at the line's start (``24-09-18 13:27:08.905 - INFO:``, the
+  ``%y-%m-%d`` of BasicSR/MMSR/EDVR's logger): read as 20yy-mm-dd;
 * glog (``[E1218 20:27:21.43 ...]``, ``W0801 13:23:17.366000 ...``): no year, so the
   wall time stays unknown (NaN) and the time of day (seconds) is returned apart.
 """
@@ -14,6 +16,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 
 _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
+_YY = re.compile(r"^\s*\[?(\d\d)-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?(?!\d)")
 _GLOG = re.compile(r"(?:^|[\[\]: ])[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?")
 
 #: Only this many leading characters of a line are searched for a timestamp.
@@ -36,9 +39,11 @@ def parse_time(text: str) -> tuple[float, float | None]:
     (seconds since midnight) is set for glog stamps, else None.
     """
     head = text[:HEAD_CHARS]
-    m = _ISO.search(head)
+    m = _ISO.search(head) or _YY.match(head)
     if m:
         ys, mos, ds, hs, mis, ss, fs = m.groups()
+        if len(ys) == 2:
+            ys = "20" + ys
         h, mi, s = int(hs), int(mis), int(ss)
         day = _day_start(ys, mos, ds)
         if day is None or h > 23 or mi > 59 or s > 59:  # what datetime() refuses

@@ -206,7 +206,8 @@ def _sparse_rise(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:
 
     An epoch-level log, or a loss logged every 500 steps, has fewer than ``min_points``
     points; from ``min_sparse_points`` on, a loss none of whose points after its best came
-    back within ``min_rel_rise`` of it (at least ``min_explode_points`` of them) rose and
+    back within ``min_rel_rise`` of it (at least ``min_explode_points`` of them), nor
+    within ``noise_k`` times their own trend-free noise (from three of them on), rose and
     stayed up. When an eval loss is logged it must have risen by ``min_trend_rise`` from
     its own best as well: a train loss that rises while the eval loss keeps falling is a
     changed objective or augmentation, not an optimizer overshooting.
@@ -218,7 +219,11 @@ def _sparse_rise(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:
     best_i = int(np.argmin(values))
     base = float(values[best_i])
     after = values[best_i + 1:]
-    need = 1 + ctx["min_rel_rise"]
+    # the points after the best must clear it by more than they vary among themselves (the
+    # trend-free noise of their log): a noisy per-batch loss whose first point happened to be
+    # its lowest is no divergence
+    noise = _noise(np.log(after)) if len(after) >= 3 and (after > 0).all() else 0.0
+    need = max(1 + ctx["min_rel_rise"], _exp(ctx["noise_k"] * noise))
     if len(after) < ctx["min_explode_points"] or not (after >= base * need).all():
         return None
     evidence: list[Evidence] = []
