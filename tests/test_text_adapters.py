@@ -622,3 +622,35 @@ def test_basicsr_lines(tmp_path: Path) -> None:
     assert _same(_series(old, "val_psnr"), [(4000, 32.174)])
     loss = old[old["tag"] == "loss"]
     assert loss["wall_time"].iloc[0] == pytest.approx(1726666028.905)  # 2024-09-18 13:27:08
+
+
+def test_tf_cnn_benchmarks_lines(tmp_path: Path) -> None:
+    # tensorflow/benchmarks tf_cnn_benchmarks.py: log_fn('%i\timages/sec: %.1f +/- %.1f
+    # (jitter = %.1f)\t%s' % (step, speed_mean, speed_uncertainty, speed_jitter, loss and
+    # top-k columns)), under its 'Step\tImg/sec\ttotal_loss' header
+    s = _read(tmp_path, (
+        "Step\tImg/sec\ttotal_loss\ttop_1_accuracy\ttop_5_accuracy\n"
+        "10\timages/sec: 37.5 +/- 0.1 (jitter = 0.6)\t7.596\t0.000\t0.031\n"
+        "20\timages/sec: 37.6 +/- 0.1 (jitter = 0.7)\t7.051\t0.031\t0.094\n"
+        "----------------------------------------------------------------\n"
+        "total images/sec: 300.18\n"))
+    assert _same(_series(s, "loss"), [(10, 7.596), (20, 7.051)])
+    assert _same(_series(s, "throughput"), [(10, 37.5), (20, 37.6)])
+    assert _same(_series(s, "top_5_accuracy"), [(10, 0.031), (20, 0.094)])
+
+
+def test_ultralytics_console_lines(tmp_path: Path) -> None:
+    # Ultralytics' trainer progress line: ('%11s' * 2 + '%11.4g' * (2 + n_losses)) %
+    # (f'{epoch + 1}/{epochs}', f'{mem}G', *losses, instances, imgsz), then its bar
+    # (8.3: '━━━╸─── n/N rate elapsed<left'; earlier tqdm: '|███ | n/N [elapsed<left, rate]')
+    s = _read(tmp_path, (
+        "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+        "        1/3      11.3G      1.362      1.543     0.7899        813        640: 63% "
+        "━━━━━━━╸──── 40/63 16.1s/it 1:28:48<6:11\r"
+        "        1/3      11.3G      1.352      1.533     0.7799        813        640: 100% "
+        "━━━━━━━━━━━━ 63/63 2.0it/s 1:30:48<0.0s\n"
+        "        2/3      3.23G     0.1177     0.0735    0.03942         48        640: 100%|"
+        "██████████| 63/63 [00:08<00:00,  1.72it/s]\n"))
+    assert _same(_series(s, "loss"), [(63, 1.352 + 1.533 + 0.7799),
+                                      (126, 0.1177 + 0.0735 + 0.03942)])
+    assert _same(_series(s, "step_time"), [(63, 0.5), (126, 1 / 1.72)])

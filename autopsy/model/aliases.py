@@ -89,6 +89,7 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
         "train/tokens_per_second",
         "tokens_per_sec", "samples/sec", "it/s", "wps", "speed",
         "ips",  # the Paddle suites: instances (images, samples) per second
+        "images_per_second", "images/sec", "img/s",  # tf_cnn_benchmarks, image pipelines
     ),
     "skipped_steps": (
         "skipped_steps", "number of skipped iterations", "skipped_iterations", "train/skipped",

@@ -287,7 +287,7 @@ def throughput_unit(raw_tag: str) -> str | None:
         return "steps"
     if "token" in raw or raw in ("wps", "train/wps"):
         return "tokens"
-    if "sample" in raw:
+    if "sample" in raw or "image" in raw or raw == "img/s":
         return "samples"
     return None
 

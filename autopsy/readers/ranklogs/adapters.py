@@ -737,6 +737,59 @@ def parse_basicsr(text: str, ctx: LineContext) -> MetricLine | None:
     return MetricLine("basicsr", step, pairs)
 
 
+#: tf_cnn_benchmarks (TensorFlow's benchmark script, run under Horovod in its docs):
+#: ``Step\tImg/sec\ttotal_loss\ttop_1_accuracy\ttop_5_accuracy`` then ``80\timages/sec:
+#: 37.5 +/- 0.1 (jitter = 0.6)\t0.596\t1.000\t1.000`` (top-k only with --print_training_accuracy)
+_TFCNN = re.compile(r"^\s*(\d+)\s+images/sec:\s*(" + _NUM + r")\s*\+/-\s*" + _NUM
+                    + r"\s*\(jitter = " + _NUM + r"\)\s+(" + _NUM + r")(?:\s+(" + _NUM
+                    + r"))?(?:\s+(" + _NUM + r"))?\s*$")
+
+
+def parse_tf_cnn_benchmarks(text: str, ctx: LineContext) -> MetricLine | None:
+    """A tf_cnn_benchmarks step line (see :data:`_TFCNN`): images/sec as the throughput,
+    then the total loss and, when printed, the top-1 and top-5 accuracy."""
+    m = _TFCNN.match(text)
+    if m is None:
+        return None
+    pairs = [("images_per_second", _float(m.group(2))), ("total_loss", _float(m.group(3)))]
+    if m.group(4) is not None:
+        pairs.append(("top_1_accuracy", _float(m.group(4))))
+    if m.group(5) is not None:
+        pairs.append(("top_5_accuracy", _float(m.group(5))))
+    return MetricLine("tf_cnn_benchmarks", int(m.group(1)), pairs)
+
+
+#: Ultralytics YOLO's console lines (under ``Epoch GPU_mem box_loss cls_loss dfl_loss
+#: Instances Size``; YOLOv5: ``Epoch gpu_mem box obj cls labels img_size``): ``3/3  11.3G
+#: 1.362  1.543  0.007899  813  640: 63% ━━━━╸─── 40/63 16.1s/it 1:28:48<6:11`` (tqdm's
+#: ``63%|██▎  | 40/63 [01:28<06:11, 16.1s/it]`` in older releases); the last redraw of a line
+_YOLO = re.compile(r"(?:^|\r)\s*(\d+)/(\d+)\s+(" + _NUM + r")G((?:\s+" + _NUM
+                   + r")+?)\s+(\d+)\s+(\d+):\s+\d+%\s*[|━─╸ ]*?[^\d\r]*?(\d+)/(\d+)\s*"
+                   r"\[?(?:[\d:]+<[\d:.s]+,\s*)?(" + _NUM + r")(s/it|it/s)")
+
+
+def parse_yolo_console(text: str, ctx: LineContext) -> MetricLine | None:
+    """The last Ultralytics YOLO progress line of a physical line (see :data:`_YOLO`): at
+    ``(epoch - 1) x batches + batch``; the loss columns summed as ``loss_sum`` (the
+    ``train/loss_sum`` of the results.csv reader), each kept as ``loss_part_k``, the rate
+    as a step time."""
+    found = None
+    for m in _YOLO.finditer(text):
+        found = m
+    if found is None:
+        return None
+    parts = [_float(v) for v in found.group(4).split()]
+    if not parts:
+        return None
+    epoch, n, total = int(found.group(1)), int(found.group(7)), int(found.group(8))
+    rate = _float(found.group(9))
+    secs = rate if found.group(10) == "s/it" else (1.0 / rate if rate > 0 else math.nan)
+    pairs = [("train/loss_sum", sum(parts)), *((f"loss_part_{i}", v) for i, v in
+                                               enumerate(parts)),
+             ("gpu_mem_gb", _float(found.group(3))), ("step_time", secs)]
+    return MetricLine("yolo_console", (epoch - 1) * total + n, pairs)
+
+
 #: Adapters tried in order on a line holding a loss (or an ``Epoch``/``Iteration`` marker),
 #: each only when the line holds one of its literals (every shape an adapter reads has one:
 #: a substring test spares a regex search per adapter on every other line);
@@ -752,6 +805,8 @@ ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("step",), parse_tf), (("%|",), parse_bar), ((" - ",), parse_keras_batches),
     (("Validation perplexity: ", "Validation accuracy: "), parse_opennmt_valid),
     (("batches |", "end of epoch", "End of training"), parse_word_lm),
+    (("images/sec: ",), parse_tf_cnn_benchmarks),
+    (("s/it", "it/s"), parse_yolo_console),
 )
 
 

@@ -73,6 +73,8 @@ METRIC_MARKERS: tuple[bytes, ...] = (
     b"(val)",  # mmengine Epoch(val)/Iter(val) evaluation lines (mAP, accuracy; no loss)
     b"====> Epoch:",  # VITS-family epoch times (no loss on the line)
     b"epoch:",  # BasicSR ``<epoch: 16, iter: 3,800, lr:...> l_all: ...`` (its losses: l_*)
+    b"images/sec: ",  # tf_cnn_benchmarks ``80\timages/sec: 37.5 +/- 0.1 (jitter = 0.6)\t0.596``
+    b"s/it", b"it/s",  # Ultralytics YOLO console lines (their loss columns name no loss)
     b"batches |",  # word_language_model ``| epoch 1 | 200/ 2983 batches | ... | loss``
 )
 
