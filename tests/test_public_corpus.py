@@ -43,7 +43,17 @@ KNOWN_UNREAD_TEST_CASES = frozenset({
     # collected 2026-11-25 (second batch): "nothing readable" in the test half
     "keras_cifar10_cnn_tf_backend_loss_2_3034_acc_0_1_chance_issue_3769",
     "tiny_dnn_cifar10_epoch_600s_test_acc_54_to_79pct_healthy_issue_883",
+    # collected 2026-11-26 (third batch): "nothing readable" in the test half
+    "deepspeed_zero3_cpu_adam_optimizer_step_22_9s_vs_fwd_bwd_1_2s_issue_1635",
+    "neural_enhance_2x_epoch_time_steady_208s_maintainer_log_healthy_issue_63",
+    "paddleseg_batch_cost_0_6s_steady_reader_cost_zero_healthy_pr_792",
 })
+#: Dev-half cases not read yet, each with the reason (a dev case is read or listed here).
+KNOWN_UNREAD_DEV_CASES: dict[str, str] = {
+    "yanmtt_bart_pretrain_fp16_loss_nan_step_76980_issue_7": (
+        "bare '76930 2.6496577' lines: two numbers and no word, which the marker search that "
+        "keeps reading fast (a literal on every line it parses) cannot find"),
+}
 
 
 def _reads_params() -> list[Any]:
@@ -53,6 +63,10 @@ def _reads_params() -> list[Any]:
         if case.name in KNOWN_UNREAD_TEST_CASES:
             assert split_of(case.name) == "test"
             marks.append(pytest.mark.xfail(strict=True, reason="a known reader gap (test half)"))
+        if case.name in KNOWN_UNREAD_DEV_CASES:
+            assert split_of(case.name) == "dev"
+            marks.append(pytest.mark.xfail(strict=True,
+                                           reason=KNOWN_UNREAD_DEV_CASES[case.name]))
         out.append(pytest.param(case, id=case.name, marks=marks))
     return out
 #: The whole corpus stays under this (the issue's bound).
