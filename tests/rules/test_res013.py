@@ -61,6 +61,17 @@ def test_a_run_started_over_from_scratch_is_a_warning() -> None:
     assert f.severity.value == "warning"
 
 
+def test_near_miss_passes_when_the_loss_had_not_fallen_before_the_restart() -> None:
+    # two experiments pasted one after the other (OpenNMT-py#877: steps 50-150 on 1 GPU,
+    # then 50-150 on 8): the first one's loss did not fall, so the lower loss after the
+    # restart says nothing about restored weights
+    run = segmented_run([
+        {"loss": {50: 10.11, 100: 11.13, 150: 8.78}},
+        {"loss": {50: 9.36, 100: 8.67, 150: 8.33}},
+    ])
+    assert finding(run, "RES013") is None
+
+
 def test_near_miss_passes_on_an_exact_resume_with_its_epoch() -> None:
     before, after = range(1, 66), range(61, 141)
     run = segmented_run([

@@ -42,6 +42,9 @@ def _reset(run: Run, ctx: RuleContext, b: Boundary) -> Finding | None:
                    f"ran steps {b.previous_first}-{b.previous_last}",
                    steps=(b.previous_first, b.previous_last),
                    numbers={"resume_step": b.resume_step, "previous_last": b.previous_last})]
+    if not (all(math.isfinite(v) for v in (start, last, now)) and start > 0
+            and (start - last) / start >= float(ctx["min_fall"])):
+        return None  # the loss did not fall enough before the restart to tell anything
     if all(math.isfinite(v) for v in (start, last, now)):
         ev.append(Evidence(f"loss: {start:.4g} at the previous launch's start, {last:.4g} at "
                            f"its end, {now:.4g} after the restart", tag="loss",
@@ -126,19 +129,19 @@ def data_position_lost(run: Run, ctx: RuleContext) -> Finding | None:
     """After a resume the step counter, the epoch or the batches started over.
 
     What happened:
-        At a restart of the run one of these shows that the data position was
-        not restored (cause ``sampler_not_restored``):
-        the step counter started over (the new segment begins within 5% of the
-        previous one's span from its first step, after at least 10 steps) while
-        the loss shows the weights were restored; the epoch went back by at
-        least ``min_epoch_drop`` (or 10%) from the previous launch's epoch at the
-        resume step; or the loss's step-to-step pattern after the resume repeats
-        the previous launch's from its start (correlation of the detrended
-        losses at the same offset at least ``min_correlation`` over at least
-        ``min_pattern_points`` steps, and clearly above their correlation at the
-        same steps): the same batches, in the same order, again. A step counter
-        that started over with the loss back at its starting level is a run
-        that loaded no checkpoint at all (or a new run in the same folder): a
+        At a restart of the run one of these shows that the data position was not restored
+        (cause ``sampler_not_restored``): the step counter started over (the new segment
+        begins within 5% of the previous one's span from its first step, after at least 10
+        steps) while the loss shows the weights were restored (the previous launch's loss
+        fell by ``min_fall`` or more, and the loss after the restart did not go back to its
+        start; with a smaller fall the restart says nothing and is passed over); the epoch
+        went back by at least ``min_epoch_drop`` (or 10%) from the previous launch's epoch
+        at the resume step; or the loss's step-to-step pattern after the resume repeats the
+        previous launch's from its start (correlation of the detrended losses at the same
+        offset at least ``min_correlation`` over at least ``min_pattern_points`` steps, and
+        clearly above their correlation at the same steps): the same batches, in the same
+        order, again. A step counter that started over with the loss back at its starting
+        level is a run that loaded no checkpoint at all (or a new run in the same folder): a
         warning with cause ``checkpoint_not_loaded``.
 
     Why it happens:

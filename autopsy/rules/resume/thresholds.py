@@ -76,6 +76,12 @@ RES013: dict[str, Threshold] = {
         "launch's fall) of its starting level is a run that loaded no checkpoint at all "
         "(checkpoint_not_loaded, a warning) rather than lost data position: restored weights "
         "keep most of what the previous launch learned.")),
+    "min_fall": Threshold(0.1, (
+        "A step counter that started over says something about the weights only when the "
+        "previous launch's loss fell by at least 10% (its first and last medians): only then "
+        "does the loss after the restart sit clearly at its end (weights restored) or its "
+        "start (a fresh run). A launch whose loss barely moved (a few logged points, two runs "
+        "pasted one after the other, evaluation batches numbered from 1) tells neither.")),
     "min_epoch_drop": Threshold(0.25, (
         "The epoch went back by at least a quarter epoch (or 10% of the epoch count, if "
         "larger) at the restart: less is within how epochs are logged (fractional epochs, "
