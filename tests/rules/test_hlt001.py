@@ -152,3 +152,32 @@ def test_a_run_that_logged_only_its_eval_loss_is_judged_on_it() -> None:
     both = diagnose(synthetic_run({"loss": np.linspace(2.3, 1.1, 10),
                                    "eval_loss": np.linspace(2.3, 1.2, 10)}))
     assert "the loss fell" in both.verdict.message
+
+
+def test_with_no_loss_a_falling_perplexity_vouches() -> None:
+    # awslabs/sockeye#154: a Speedometer log of perplexity only, falling from 45560 to 20052
+    run = synthetic_run({"perplexity": [45560.0, 38000.0, 31500.0, 27000.0, 23400.0, 20052.0]})
+    d = diagnose(run)
+    assert d.verdict.family is Family.HEALTHY
+    (f,) = [f for f in d.findings if f.code == "HLT001"]
+    assert "perplexity fell" in f.message
+
+
+def test_with_no_loss_a_rising_accuracy_vouches_in_either_scale() -> None:
+    for acc in ([0.5, 0.6, 0.7, 0.8], [50.0, 60.0, 70.0, 80.0]):
+        d = diagnose(synthetic_run({"accuracy": acc}))
+        assert d.verdict.family is Family.HEALTHY, acc
+        (f,) = [f for f in d.findings if f.code == "HLT001"]
+        assert f"accuracy rose from {acc[0]:g} to {acc[-1]:g}" in f.message
+
+
+def test_near_miss_passes_over_an_accuracy_that_does_not_rise() -> None:
+    for acc in ([0.10, 0.11, 0.09, 0.10, 0.10, 0.11], [0.8, 0.7, 0.6, 0.5]):
+        run = synthetic_run({"accuracy": acc})
+        assert all(f.code != "HLT001" for f in diagnose(run).findings), acc
+
+
+def test_a_loss_is_judged_before_an_accuracy() -> None:
+    run = synthetic_run({"loss": [1.0 + 0.01 * math.sin(i) for i in range(30)],
+                         "accuracy": [0.1 + 0.02 * i for i in range(30)]})
+    assert all(f.code != "HLT001" for f in diagnose(run).findings)

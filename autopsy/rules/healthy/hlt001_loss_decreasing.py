@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
@@ -20,11 +21,40 @@ FAILURE_EVENTS: frozenset[str] = frozenset({
 })
 
 
+#: The curves a run is judged on, in order (the first one logged), and how much less each
+#: vouches than the training loss: an eval loss or a perplexity is a loss seen less often
+#: or through exp(); an accuracy moves in steps and says less about the optimisation.
+_CURVES: tuple[str, ...] = ("loss", "eval_loss", "perplexity", "eval_perplexity", "accuracy",
+                            "eval_accuracy")
+_CURVE_DISCOUNT: dict[str, float] = {"eval_loss": 0.1, "perplexity": 0.1,
+                                     "eval_perplexity": 0.15, "accuracy": 0.2,
+                                     "eval_accuracy": 0.2}
+
+
+def _top(acc: np.ndarray) -> float:
+    """The scale of an accuracy: 100 when it is printed in percent, else 1."""
+    finite = acc[np.isfinite(acc)]
+    return 100.0 if finite.size and float(finite.max()) > 1.0 else 1.0
+
+
+def _curve(run: Run) -> tuple[str, pd.Series]:
+    """The first of :data:`_CURVES` the run logged, as a series that falls when training
+    works (an accuracy as its error, the scale minus the accuracy)."""
+    for tag in _CURVES:
+        series = run.series(tag)
+        if series.empty:
+            continue
+        if tag.endswith("accuracy"):
+            series = _top(series.to_numpy(dtype=float)) - series
+        return tag, series
+    return "loss", run.series("loss")
+
+
 @rule(
     code="HLT001",
     name="loss-decreasing",
     family=Family.HEALTHY,
-    requires=("loss|eval_loss",),
+    requires=("loss|eval_loss|perplexity|eval_perplexity|accuracy|eval_accuracy",),
     thresholds=HLT001,
 )
 def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
@@ -42,7 +72,9 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
         logs the scale), and the loss at the end of the run
         is clearly lower than at its start. A run that logged no training loss
         at all is judged on its eval loss the same way (a Lightning run that logs
-        only ``val_loss``), with less confidence. Unless
+        only ``val_loss``), with less confidence; one with no loss at all on its
+        perplexity, else on its accuracy's error (1 or 100 minus the accuracy: an
+        MXNet Speedometer log prints only ``accuracy=``), with less still. Unless
         another rule reports a failure, this is what lets the verdict say
         "healthy" rather than "could not decide".
 
@@ -79,10 +111,7 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
             for rank, step in latest.items()
         ):
             return None  # the logs say something failed and the run did not go on past it
-    tag = "loss"
-    loss = run.series("loss")
-    if loss.empty:  # a run that logged only its eval loss (a Lightning val_loss): that one
-        tag, loss = "eval_loss", run.series("eval_loss")
+    tag, loss = _curve(run)
     values = loss.to_numpy(dtype=float)
     if len(values) < ctx["min_points"] or not np.isfinite(values).all():
         return None
@@ -111,8 +140,14 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
     steps = loss.index.to_numpy()
     first, last = int(steps[0]), int(steps[-1])
     drop = (start - end) / start
+    name = tag.replace("_", " ")
+    moved = f"fell from {start:.4g} to {end:.4g}"
+    if tag.endswith("accuracy"):  # judged on its error; said as the accuracy
+        top = _top(run.series(tag).to_numpy(dtype=float))
+        moved = f"rose from {top - start:.4g} to {top - end:.4g} (its error fell"
     evidence = [Evidence(
-        summary=f"{tag.replace('_', ' ')} fell from {start:.4g} to {end:.4g} ({drop:.0%}){how} "
+        summary=(f"{name} {moved} {drop:.0%}{how})" if "(" in moved
+                 else f"{name} {moved} ({drop:.0%}){how}") + " "
                 f"over {len(values)} points, steps {first}-{last}"
                 + (" (no training loss was logged)" if tag != "loss" else ""),
         tag=tag, steps=(first, last),
@@ -134,10 +169,10 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
                      "best": float(eval_loss.min())},
         ))
     return ctx.finding(
-        message=f"No failure found: the {tag.replace('_', ' ')} fell from {start:.4g} to "
-                f"{end:.4g} over steps {first}-{last}, finite throughout.",
+        message=f"No failure found: the {name} {moved.split(' (')[0]} over steps "
+                f"{first}-{last}, finite throughout.",
         severity=Severity.INFO,
-        confidence=min(1.0, 0.5 + len(values) / 100) - (0.1 if tag != "loss" else 0.0),
+        confidence=min(1.0, 0.5 + len(values) / 100) - _CURVE_DISCOUNT.get(tag, 0.0),
         title="Training looks healthy",
         evidence=evidence,
     )
