@@ -806,7 +806,7 @@ ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("Validation perplexity: ", "Validation accuracy: "), parse_opennmt_valid),
     (("batches |", "end of epoch", "End of training"), parse_word_lm),
     (("images/sec: ",), parse_tf_cnn_benchmarks),
-    (("s/it", "it/s"), parse_yolo_console),
+    (("G    ",), parse_yolo_console),
 )
 
 

@@ -74,7 +74,9 @@ METRIC_MARKERS: tuple[bytes, ...] = (
     b"====> Epoch:",  # VITS-family epoch times (no loss on the line)
     b"epoch:",  # BasicSR ``<epoch: 16, iter: 3,800, lr:...> l_all: ...`` (its losses: l_*)
     b"images/sec: ",  # tf_cnn_benchmarks ``80\timages/sec: 37.5 +/- 0.1 (jitter = 0.6)\t0.596``
-    b"s/it", b"it/s",  # Ultralytics YOLO console lines (their loss columns name no loss)
+    # Ultralytics YOLO console lines, whose loss columns name no loss: the GPU memory column
+    # ('%11s' of "11.3G") then the first loss ('%11.4g'), so a G and at least 4 spaces
+    b"G    ",
     b"batches |",  # word_language_model ``| epoch 1 | 200/ 2983 batches | ... | loss``
 )
 
