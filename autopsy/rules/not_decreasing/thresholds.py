@@ -95,3 +95,24 @@ FLAT006: dict[str, Threshold] = {
         "An eval accuracy frozen at 0.999 or above is a solved eval set (every prediction "
         "right from the first evaluation on), not a stuck model.")),
 }
+
+#: FLAT007 accuracy-at-chance (a run judged by its accuracy: no loss was logged).
+FLAT007: dict[str, Threshold] = {
+    "min_points": Threshold(5, (
+        "At least 5 finite accuracies: on fewer, a flat stretch at the start of a run that "
+        "then learns cannot be told from one that never does.")),
+    "max_classes": Threshold(20, (
+        "Chance is 1/k for a whole k from 2 to 20: up to 20 classes the chance levels (0.5, "
+        "0.33, ... 0.05) lie far enough apart that an accuracy sitting on one is no "
+        "coincidence; with more classes 1/k crowds near zero, where any low accuracy would "
+        "match one.")),
+    "chance_rel_tol": Threshold(0.1, (
+        "The accuracy's median lies within 10% (relative) of 1/k: a model that guesses "
+        "scores 1/k on balanced classes give or take the sampling noise of a batch or an eval "
+        "set (0.09-0.11 for ten classes), while a model that learned anything scores well "
+        "above.")),
+    "flat_abs": Threshold(0.02, (
+        "Flat: the median of the last third of the points is at most 0.02 (in a 0-1 scale) "
+        "above the first third's: a model that learns gains several points of accuracy over "
+        "a run; one at chance wanders by about a point.")),
+}
