@@ -654,3 +654,17 @@ def test_ultralytics_console_lines(tmp_path: Path) -> None:
     assert _same(_series(s, "loss"), [(63, 1.352 + 1.533 + 0.7799),
                                       (126, 0.1177 + 0.0735 + 0.03942)])
     assert _same(_series(s, "step_time"), [(63, 0.5), (126, 1 / 1.72)])
+
+
+def test_an_evaluation_line_with_no_step_takes_the_last_training_step(tmp_path: Path) -> None:
+    # vanzytay/pytorch_sentiment_rnn#3: "[Epoch N] Train Loss=... T=...s" then "Test loss=..."
+    s = _read(tmp_path, (
+        "---\n[Epoch 1] Train Loss=0.9544535914837327 T=207.711814s\n"
+        "Test loss=0.90144944190979\nOutput Distribution={2: 1120}\nAccuracy=0.65\n"
+        "---\n[Epoch 2] Train Loss=0.9511685806084733 T=223.582632s\n"
+        "Test loss=0.90144944190979\n"))
+    assert _same(_series(s, "loss"), [(1, 0.9544535914837327), (2, 0.9511685806084733)])
+    assert _same(_series(s, "eval_loss"), [(1, 0.90144944190979), (2, 0.90144944190979)])
+    # with no training line before it, a lone evaluation line has no step to take
+    alone = _read(tmp_path, "Test loss=0.90144944190979\n", name="alone.log")
+    assert _series(alone, "eval_loss") == []

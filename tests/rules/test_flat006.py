@@ -48,3 +48,14 @@ def test_near_miss_a_converged_accuracy_that_moved_first_passes() -> None:
 def test_near_miss_a_solved_eval_set_and_too_few_evals_pass() -> None:
     assert not _flat006(_run([1.0] * 8))
     assert not _flat006(_run([0.6, 0.6, 0.6, 0.6]))
+
+
+def test_fires_on_an_eval_loss_frozen_when_no_eval_accuracy_is_logged() -> None:
+    # vanzytay/pytorch_sentiment_rnn#3: "Test loss=0.90144944190979" after every epoch
+    run = synthetic_run({"loss": [0.9545, 0.9512, 0.9512, 0.9487, 0.9512, 0.9487, 0.9487,
+                                  0.9512], "eval_loss": [0.90144944190979] * 8})
+    (f,) = [f for f in diagnose(run).findings if f.code == "FLAT006"]
+    assert f.cause == "chance_level" and "eval loss" in f.message
+    moving = synthetic_run({"loss": [1.0, 0.9, 0.8, 0.7, 0.6, 0.5],
+                            "eval_loss": [1.1, 1.0, 0.95, 0.9, 0.88, 0.87]})
+    assert all(f.code != "FLAT006" for f in diagnose(moving).findings)

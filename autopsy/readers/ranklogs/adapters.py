@@ -397,6 +397,10 @@ _WORDS_METRIC = re.compile(
 #: A line that starts with its phase and a counter: ``Train 3, loss: ...``, ``Test 3: ...``.
 _PHASE_STEP = re.compile(r"(?i)^\W*(train(?:ing)?|test(?:ing)?|val(?:id(?:ation)?)?|"
                          r"eval(?:uation)?)\s*(?:[:#]\s*)?(?:epoch\s*)?(\d+)\b")
+#: A line that names an evaluation's loss and no step (``Test loss=0.9014``, ``Validation
+#: loss: 0.41``, ``val_loss = 0.5``): at the rank's last training step.
+_EVAL_NO_STEP = re.compile(r"(?i)^\W*(?:test|val(?:id(?:ation)?)?|eval(?:uation)?|dev)"
+                           r"[ _]+loss\b")
 #: An evaluation phase named right beside the step marker: ``Epoch 3 Validation - Loss: ...``,
 #: ``Epoch [3/10] Test loss: ...``, ``Validation epoch 3: loss ...``, ``Eval step 200 ...``.
 #: Each optional separator takes the spaces after it, so no two ``\s*`` can share a run of
@@ -617,11 +621,14 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
             from_header = True
         else:
             phase = _PHASE_STEP.match(text)  # "Train 3, loss: ...", "Test 3, loss: ..."
-            if phase is None:
+            if phase is not None:
+                step = int(phase.group(2))
+                if phase.group(1).lower().startswith(("test", "val", "eval")):
+                    evaluation = True
+            elif ctx.train_step is not None and _EVAL_NO_STEP.match(text):
+                step, evaluation, stateless = ctx.train_step, True, False
+            else:
                 return None
-            step = int(phase.group(2))
-            if phase.group(1).lower().startswith(("test", "val", "eval")):
-                evaluation = True
     if not evaluation and _PHASE_BESIDE.search(text):
         evaluation = True  # "Epoch 3 Validation - Loss: 0.41": the line of an evaluation
     text = _THOUSANDS.sub("", text)

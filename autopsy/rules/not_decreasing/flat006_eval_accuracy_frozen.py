@@ -16,7 +16,7 @@ from autopsy.rules.registry import rule
     name="eval-accuracy-frozen",
     family=Family.NOT_DECREASING,
     causes=("chance_level",),
-    requires=("eval_accuracy",),
+    requires=("eval_accuracy|eval_loss",),
     thresholds=FLAT006,
 )
 def eval_accuracy_frozen(run: Run, ctx: RuleContext) -> Finding | None:
@@ -28,7 +28,9 @@ def eval_accuracy_frozen(run: Run, ctx: RuleContext) -> Finding | None:
         model's predictions on the eval set never changed from the first evaluation on,
         whatever the training loss did. That is what a model that outputs the same class
         for every input scores (the majority class's share of the eval set), the
-        practitioner's "validation accuracy stuck at the same value".
+        practitioner's "validation accuracy stuck at the same value". Without an eval
+        accuracy, an eval loss frozen the same way says the same (the predictions, hence
+        the loss on the same eval set, never changed; no upper bound applies to it).
 
     Why it happens:
         The model collapsed to the majority class: class imbalance with an unweighted
@@ -47,7 +49,9 @@ def eval_accuracy_frozen(run: Run, ctx: RuleContext) -> Finding | None:
         The frozen eval accuracy, how many evaluations gave it, and the training loss
         over the same evaluations where it was logged.
     """
-    acc = run.series("eval_accuracy").sort_index()
+    tag = "eval_accuracy" if not run.series("eval_accuracy").empty else "eval_loss"
+    what = tag.replace("_", " ")
+    acc = run.series(tag).sort_index()
     values = acc.to_numpy(dtype=float)
     keep = np.isfinite(values)
     values, steps = values[keep], acc.index.to_numpy()[keep]
@@ -55,16 +59,17 @@ def eval_accuracy_frozen(run: Run, ctx: RuleContext) -> Finding | None:
     if n < int(ctx["min_evals"]):
         return None
     first = float(values[0])
-    if not 0 < first < ctx["max_accuracy"]:
+    if not 0 < first or (tag == "eval_accuracy" and not first < ctx["max_accuracy"]):
         return None
     same = np.abs(values - first) <= ctx["frozen_rel"] * abs(first)
     if same.sum() < ctx["frozen_share"] * n:
         return None
     evidence = [Evidence(
-        summary=f"eval accuracy {first:.6g} at {int(same.sum())} of {n} evaluations (steps "
+        summary=f"{what} {first:.6g} at {int(same.sum())} of {n} evaluations (steps "
                 f"{int(steps[0])}-{int(steps[-1])}), from the first one on",
-        tag="eval_accuracy", steps=(int(steps[0]), int(steps[-1])),
-        numbers={"accuracy": first, "frozen": int(same.sum()), "evals": n})]
+        tag=tag, steps=(int(steps[0]), int(steps[-1])),
+        numbers={"accuracy" if tag == "eval_accuracy" else "eval_loss": first,
+                 "frozen": int(same.sum()), "evals": n})]
     loss = run.series("loss").sort_index()
     lv = loss.to_numpy(dtype=float)
     if len(lv) >= 2 and np.isfinite(lv[[0, -1]]).all():
@@ -75,7 +80,7 @@ def eval_accuracy_frozen(run: Run, ctx: RuleContext) -> Finding | None:
             tag="loss", steps=(int(loss.index[0]), int(loss.index[-1])),
             numbers={"first": float(lv[0]), "last": float(lv[-1])}))
     return ctx.finding(
-        message=f"The eval accuracy is {first:.4g} at {int(same.sum())} of {n} evaluations, "
+        message=f"The {what} is {first:.4g} at {int(same.sum())} of {n} evaluations, "
                 f"the first one's value: the model's predictions on the eval set never "
                 f"changed, as when it outputs the majority class for every input.",
         severity=Severity.ERROR, confidence=0.55 + 0.05 * min(6, n - int(ctx["min_evals"])),
