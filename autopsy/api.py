@@ -155,17 +155,25 @@ def _take_text_files(found: Discovery) -> None:
     :data:`MAX_FALLBACK_TEXT_FILES` are tried (the smallest first)."""
     from autopsy.readers.ranklogs.lines import looks_like_text, read_head
 
-    picked = []
+    sized = []
     for path in found.unread:
         if path.suffix.lower() in NOT_LOG_SUFFIXES or path.name.startswith("."):
             continue
         try:
             size = path.stat().st_size
-            if size and looks_like_text(read_head(path)):
-                picked.append((size, path))
         except OSError:
             continue
-    chosen = [p for _, p in sorted(picked)[:MAX_FALLBACK_TEXT_FILES]]
+        if size:
+            sized.append((size, str(path), path))
+    chosen: list[Path] = []
+    for _, _, path in sorted(sized):  # the heads are read only until enough are chosen
+        if len(chosen) == MAX_FALLBACK_TEXT_FILES:
+            break
+        try:
+            if looks_like_text(read_head(path)):
+                chosen.append(path)
+        except OSError:
+            continue
     if chosen:
         found.by_reader["ranklogs"] = chosen
         found.unread = [p for p in found.unread if p not in chosen]

@@ -85,6 +85,7 @@ _KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[[=>.]*\]|[━─]+|-\s)")
 #: loss``, Keras 3's ``━━━━ 5s 3ms/step`` (whole seconds; ``ms``/``us`` for a sub-second epoch)
 _KERAS_TOOK = re.compile(r"^\s*\d+/\d+\s+(?:\[[=>.]*\]|[━─]+)\s+(?:-\s+)?(" + _NUM
                          + r")(s|ms|us)(?=\s)")
+_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 _KERAS_PAIR = re.compile(r"\s-\s([A-Za-z_][\w/]*(?: [A-Za-z_][\w/]*)?):\s" + _VALUE)
 _BAR = re.compile(r"(\d+)%\|[^|]*\|\s*(\d+)/(\d+)\s*\[([^\]]*)\]")
 _BAR_EPOCH = re.compile(r"\bEpoch\s+(\d+)\b")
@@ -332,10 +333,10 @@ def _keras_pairs(seg: str, bar: re.Match[str]) -> list[tuple[str, float]]:
              if k != "ETA"]
     if pairs and bar.group(1) == bar.group(2) and "ETA" not in seg:
         took = _KERAS_TOOK.match(seg)
-        secs = _float(took.group(1)) * {"s": 1.0, "ms": 1e-3, "us": 1e-6}[took.group(2)] \
-            if took is not None else 0.0
-        if secs > 0:  # "0s": under half a second, rounded away; no time to give
-            pairs.append(("epoch_time", secs))
+        if took is not None:
+            secs = _float(took.group(1)) * _TIME_UNITS[took.group(2)]
+            if secs > 0:  # "0s": under half a second, rounded away; no time to give
+                pairs.append(("epoch_time", secs))
     return pairs
 
 

@@ -37,17 +37,19 @@ def _top(acc: np.ndarray) -> float:
     return 100.0 if finite.size and float(finite.max()) > 1.0 else 1.0
 
 
-def _curve(run: Run) -> tuple[str, pd.Series]:
+def _curve(run: Run) -> tuple[str, pd.Series, float]:
     """The first of :data:`_CURVES` the run logged, as a series that falls when training
-    works (an accuracy as its error, the scale minus the accuracy)."""
+    works (an accuracy as its error: the scale, 1 or 100, minus the accuracy), and the
+    scale (0 for a loss)."""
     for tag in _CURVES:
         series = run.series(tag)
         if series.empty:
             continue
         if tag.endswith("accuracy"):
-            series = _top(series.to_numpy(dtype=float)) - series
-        return tag, series
-    return "loss", run.series("loss")
+            top = _top(series.to_numpy(dtype=float))
+            return tag, top - series, top
+        return tag, series, 0.0
+    return "loss", run.series("loss"), 0.0
 
 
 @rule(
@@ -111,7 +113,7 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
             for rank, step in latest.items()
         ):
             return None  # the logs say something failed and the run did not go on past it
-    tag, loss = _curve(run)
+    tag, loss, top = _curve(run)
     values = loss.to_numpy(dtype=float)
     if len(values) < ctx["min_points"] or not np.isfinite(values).all():
         return None
@@ -142,8 +144,7 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
     drop = (start - end) / start
     name = tag.replace("_", " ")
     moved = f"fell from {start:.4g} to {end:.4g}"
-    if tag.endswith("accuracy"):  # judged on its error; said as the accuracy
-        top = _top(run.series(tag).to_numpy(dtype=float))
+    if top:  # an accuracy, judged on its error; said as the accuracy
         moved = f"rose from {top - start:.4g} to {top - end:.4g} (its error fell"
     evidence = [Evidence(
         summary=(f"{name} {moved} {drop:.0%}{how})" if "(" in moved

@@ -86,6 +86,14 @@ def slowing_down(run: Run, ctx: RuleContext) -> Finding | None:
     return found
 
 
+#: What to change for step times that grow with the steps (the trend and the few-points rise).
+_GROWTH_ADVICE: tuple[str, ...] = (
+    "log loss.item() rather than the tensor; clear metric buffers and caches",
+    "watch host and GPU memory across the run: a steady rise is a leak",
+    "pad or bucket sequence lengths; with torch.compile mark dynamic dimensions to stop "
+    "recompiling",
+)
+
 #: Passes of the stretch-and-pace search (:func:`_tail_drop`): each lowers the pace and
 #: lengthens the stretch, and it settles in two or three.
 _TAIL_PASSES = 8
@@ -148,10 +156,7 @@ def _trend_finding(run: Run, ctx: RuleContext, times: StepTimes) -> Finding | No
             numbers={"start_s": round(start, 6), "end_s": round(end, 6),
                      "rel_change": round(rel, 4), "slope_s": tr.slope,
                      "lost_s": round(lost, 3)})],
-        advice=["log loss.item() rather than the tensor; clear metric buffers and caches",
-                "watch host and GPU memory across the run: a steady rise is a leak",
-                "pad or bucket sequence lengths; with torch.compile mark dynamic dimensions "
-                "to stop recompiling",
+        advice=[*_GROWTH_ADVICE,
                 "check GPU clocks and temperature (nvidia-smi -q -d PERFORMANCE,TEMPERATURE)"],
     )
 
@@ -193,10 +198,7 @@ def _sparse_finding(ctx: RuleContext, times: StepTimes) -> Finding | None:
             numbers={"start_s": round(start, 6), "end_s": round(end, 6),
                      "ratio": round(end / start, 4), "lost_s": round(lost, 3),
                      "points": len(secs)})],
-        advice=["log loss.item() rather than the tensor; clear metric buffers and caches",
-                "watch host and GPU memory across the run: a steady rise is a leak",
-                "pad or bucket sequence lengths; with torch.compile mark dynamic dimensions "
-                "to stop recompiling"],
+        advice=list(_GROWTH_ADVICE),
     )
 
 
