@@ -83,6 +83,7 @@ class Outcome:
     verdict: dict[str, Any] | None  # None: no usable report
     error: str | None  # why there is no usable report
     seconds: float
+    run: dict[str, Any] | None = None  # the report's ``run`` block: what was read
 
     @property
     def expected_family(self) -> str:
@@ -193,7 +194,8 @@ def analyze(case: Case, timeout: float) -> Outcome:
             raise TypeError("verdict is not an object")
     except (ValueError, KeyError, TypeError) as exc:
         return Outcome(case, None, f"bad JSON report: {exc}", seconds)
-    return Outcome(case, verdict, None, seconds)
+    run = report.get("run") if isinstance(report.get("run"), dict) else None
+    return Outcome(case, verdict, None, seconds, run)
 
 
 def _pct(num: int, den: int) -> str:
@@ -305,6 +307,49 @@ def group_table(outcomes: list[Outcome], k: int, key: str) -> list[str]:
     return rows
 
 
+#: Tags that make a training curve a rule can judge (the loss family and its stand-ins).
+CURVE_TAGS = frozenset({"loss", "eval_loss", "perplexity", "eval_perplexity", "accuracy",
+                        "eval_accuracy"})
+#: A curve with at least this many points is a long one in the read table (the trend rules'
+#: usual minimum).
+LONG_CURVE_POINTS = 8
+READ_CLASSES = ("no report", "nothing read", "log events only", "other scalars only",
+                "curve of one step", "short curve (2-7 points)", "curve (8+ points)")
+
+
+def read_class(o: Outcome) -> str:
+    """What autopsy read of a case, from its report's ``run`` block: no report, nothing,
+    only log events, scalars but no training curve, or a curve of some length."""
+    if o.verdict is None:
+        return "no report"
+    run = o.run or {}
+    tags = [t for t in run.get("tags") or [] if isinstance(t, dict)]
+    curves = [t for t in tags if t.get("tag") in CURVE_TAGS]
+    if curves:
+        longest = max(curves, key=lambda t: int(t.get("points") or 0))
+        if all(t.get("first_step") == t.get("last_step") for t in curves):
+            return "curve of one step"
+        points = int(longest.get("points") or 0)
+        return "curve (8+ points)" if points >= LONG_CURVE_POINTS else "short curve (2-7 points)"
+    if tags:
+        return "other scalars only"
+    return "log events only" if run.get("events") else "nothing read"
+
+
+def read_table(outcomes: list[Outcome]) -> list[str]:
+    """Family accuracy and ``unknown`` share by what was read: where misses come from
+    (reading or judging) without naming a case."""
+    lines = ["| what was read | cases | family | unknown |", "|---|---|---|---|"]
+    for cls in READ_CLASSES:
+        mine = [o for o in outcomes if read_class(o) == cls]
+        if not mine:
+            continue
+        unknown = sum(o.got_family == "unknown" for o in mine)
+        lines.append(f"| {cls} | {len(mine)} | {_pct(sum(o.family_ok for o in mine), len(mine))}"
+                     f" | {_pct(unknown, len(mine))} |")
+    return lines
+
+
 def confusion_table(outcomes: list[Outcome]) -> list[str]:
     """Label family (rows) against verdict family (columns); ``(none)``: no report."""
     labels = [f for f in FAMILIES if any(o.expected_family == f for o in outcomes)]
@@ -398,7 +443,8 @@ def render_public(outcomes: list[Outcome], k: int, command: str, seconds: float,
                   f"### {half.capitalize()} half: per format", "",
                   *group_table(mine, k, "format"), "",
                   f"### {half.capitalize()} half: confusion (label family × verdict family)",
-                  "", *confusion_table(mine), ""]
+                  "", *confusion_table(mine), "",
+                  f"### {half.capitalize()} half: what was read", "", *read_table(mine), ""]
         if half in ("dev", "seen"):
             lines += [f"### {half.capitalize()} half: per case", "", *case_table(mine, k), ""]
     return "\n".join(lines) + "\n"
