@@ -90,6 +90,11 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
         "tokens_per_sec", "samples/sec", "it/s", "wps", "speed",
         "ips",  # the Paddle suites: instances (images, samples) per second
         "images_per_second", "images/sec", "img/s",  # tf_cnn_benchmarks, image pipelines
+        # figures written with their unit (readers.ranklogs.rates): Caffe's iter/s, the TF
+        # tutorials' examples/sec, TF Estimator's global_step/sec, OpenNMT-py's tok/s,
+        # Marian's words/s, DeepSpeed's throughput timer
+        "iter/s", "examples/sec", "steps_per_second", "tokens/s", "words/s",
+        "currsamplespersec",
     ),
     "skipped_steps": (
         "skipped_steps", "number of skipped iterations", "skipped_iterations", "train/skipped",

@@ -285,9 +285,9 @@ def throughput_unit(raw_tag: str) -> str | None:
     raw = raw_tag.strip().lower()
     if raw in ("it/s", "its", "iter/s", "steps_per_second", "train/steps_per_second"):
         return "steps"
-    if "token" in raw or raw in ("wps", "train/wps"):
+    if "token" in raw or "word" in raw or raw in ("wps", "train/wps"):
         return "tokens"
-    if "sample" in raw or "image" in raw or raw == "img/s":
+    if "sample" in raw or "image" in raw or "example" in raw or raw == "img/s":
         return "samples"
     return None
 

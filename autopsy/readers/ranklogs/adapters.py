@@ -44,9 +44,13 @@ from typing import Any
 
 from autopsy.readers.ranklogs.lerobot import LITERALS as LEROBOT_LITERALS
 from autopsy.readers.ranklogs.lerobot import parse_lerobot
+from autopsy.readers.ranklogs.marian import LITERALS as MARIAN_LITERALS
+from autopsy.readers.ranklogs.marian import parse_marian
 from autopsy.readers.ranklogs.metrics import _NUM, MetricLine
 from autopsy.readers.ranklogs.paddle import LITERALS as PADDLE_LITERALS
 from autopsy.readers.ranklogs.paddle import parse_paddle
+from autopsy.readers.ranklogs.rates import LITERALS as RATE_LITERALS
+from autopsy.readers.ranklogs.rates import parse_rate_line
 from autopsy.readers.ranklogs.vits import LITERALS as VITS_LITERALS
 from autopsy.readers.ranklogs.vits import parse_vits
 
@@ -803,6 +807,7 @@ def parse_yolo_console(text: str, ctx: LineContext) -> MetricLine | None:
 #: a substring test spares a regex search per adapter on every other line);
 #: :func:`parse_generic_pairs` is tried last, after the built-in generic parser.
 ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
+    (RATE_LITERALS, parse_rate_line), (MARIAN_LITERALS, parse_marian),
     (('{"',), parse_json_line), (("Epoch[", "Iter[", "Iteration["), parse_mxnet),
     (PADDLE_LITERALS, parse_paddle),
     (LEROBOT_LITERALS, parse_lerobot), (VITS_LITERALS, parse_vits),

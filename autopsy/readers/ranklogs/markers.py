@@ -78,6 +78,10 @@ METRIC_MARKERS: tuple[bytes, ...] = (
     # ('%11s' of "11.3G") then the first loss ('%11.4g'), so a G and at least 4 spaces
     b"G    ",
     b"batches |",  # word_language_model ``| epoch 1 | 200/ 2983 batches | ... | loss``
+    # a pace on a line of its own: TF Estimator's ``global_step/sec: 11.4`` and
+    # ``examples/sec: 68.9``, DeepSpeed's throughput timer ``..., CurrSamplesPerSec=25.7``
+    b"global_step/sec: ", b"examples/sec: ", b"CurrSamplesPerSec=",
+    b" : Up. ",  # Marian ``Ep. 1 : Up. 1000 : Sen. 81308 : Cost 84.54 : ...`` and [valid]
 )
 
 #: Markers that open a multi-line record, kept whole within one block.

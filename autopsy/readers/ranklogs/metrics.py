@@ -140,8 +140,20 @@ def parse_metrics(text: str, ctx: LineContext | None = None) -> MetricLine | Non
     """Try each known metric format on one line; the first that fits wins.
 
     ``ctx`` carries what the framework adapters (:mod:`.adapters`) remember between the
-    lines of one file and rank; a fresh one is used when it is not given.
+    lines of one file and rank; a fresh one is used when it is not given. A pace the line
+    writes as a figure and its unit (``2.00it/s``, ``0.1 sec/batch``, ``6000 tok/s``) is
+    added to what the format's parser read (:mod:`.rates`).
     """
+    got = _parse_metrics(text, ctx)
+    if got is not None and got.values:
+        from autopsy.readers.ranklogs.rates import add_rates
+
+        add_rates(text, got)
+    return got
+
+
+def _parse_metrics(text: str, ctx: LineContext | None) -> MetricLine | None:
+    """:func:`parse_metrics` without the rates."""
     from autopsy.readers.ranklogs.adapters import LineContext, parse_line
 
     if "{'" in text:

@@ -300,6 +300,8 @@ class _State:
     info: PathInfo
     out: FileResult
     last_step: dict[int | None, int] = field(default_factory=dict)
+    #: the step of the last training metric line of any rank (a pace line's fallback)
+    last_train_step: int | None = None
     logging_steps: int | None = None
     hf_ordinal: dict[int | None, int] = field(default_factory=dict)
     pending_hf: ScalarColumns = field(default_factory=ScalarColumns)
@@ -971,6 +973,8 @@ def _add_metric_line(st: _State, got: MetricLine, rank: int | None, wall: float,
         st.bar_steps += 1
     else:
         step = got.step
+    if step is None and got.kind == "rate":  # a pace line with no rank prefix after a
+        step = st.last_train_step  # step line with one ("[Rank 0] step=20", "0/20, ...")
     if step is None:
         return False
     if not -MAX_STEP <= step <= MAX_STEP:  # a 23-digit "step" is no step (array('q') overflows)
@@ -981,10 +985,11 @@ def _add_metric_line(st: _State, got: MetricLine, rank: int | None, wall: float,
         return False  # the same line again (two log handlers): one point, not two
     st.last_points[rank] = key
     st.last_step[rank] = step
-    if not got.kind.endswith("_eval"):
-        ctx = st.contexts.get(rank)  # what the evaluation lines after it are stepped at
+    if not got.kind.endswith("_eval") and got.kind != "rate":
+        ctx = st.contexts.get(rank)  # what the evaluation and pace lines after it are at
         if ctx is not None:
             ctx.train_step = step
+        st.last_train_step = step
     seg = st.segment_for(rank, step, not got.kind.endswith("_eval"))
     st.out.scalars.add_line(step, got.values, wall, rank, seg)
     _nan_loss(st, got.values, rank, seg, step, wall, line, text)
