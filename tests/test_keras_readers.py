@@ -107,3 +107,47 @@ def test_a_finished_bar_gives_the_epoch_time(tmp_path: Path) -> None:
     times = run.series("step_time")
     assert dict(times) == {1: 12.0, 2: 5.0, 3: 2.0, 4: 9.0}
     assert list(run.series("loss").index) == [1, 2, 3, 4, 5, 6]
+
+
+def test_keras_fit_called_in_a_loop_steps_each_call(tmp_path: Path) -> None:
+    """``model.fit(..., epochs=1)`` in a loop: Keras 3 prints a finished bar and no header
+    each call; the calls are steps 1, 2, 3 (not three values of one batch count)."""
+    import keras
+    import numpy as np
+
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 8)).astype("float32")
+    y = (x[:, 0] > 0).astype("int32")
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(2, activation="softmax")])
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
+    out = io.StringIO()
+    losses = []
+    with contextlib.redirect_stdout(out):
+        for _ in range(3):
+            hist = model.fit(x, y, epochs=1, batch_size=32, shuffle=False, verbose=2)
+            losses.append(hist.history["loss"][0])
+    text = out.getvalue()
+    assert "Epoch" not in text and len(text.splitlines()) == 3
+    (tmp_path / "train.log").write_text(text, encoding="utf-8")
+    series = autopsy.load_run(tmp_path).series("loss")
+    assert list(series.index) == [1, 2, 3]
+    assert list(series.values) == pytest.approx(losses, abs=1e-4)
+
+
+def test_keras2_epoch_1_of_1_headers_in_a_loop(tmp_path: Path) -> None:
+    """Keras 2 printed ``Epoch 1/1`` before each one-epoch ``fit`` call (keras#13710's
+    incremental loop, its exact lines): each call is the next step."""
+    (tmp_path / "train.log").write_text(
+        ">559\nEpoch 1/1\n1/1 [==============================] - 233s 233s/step - loss: 0.1518\n"
+        ">560\nEpoch 1/1\n1/1 [==============================] - 234s 234s/step - loss: 0.1627\n"
+        ">561\nEpoch 1/1\n1/1 [==============================] - 240s 240s/step - loss: 0.1735\n",
+        encoding="utf-8")
+    run = autopsy.load_run(tmp_path)
+    assert list(run.series("loss").items()) == [(1, 0.1518), (2, 0.1627), (3, 0.1735)]
+    assert list(run.series("step_time").values) == [233.0, 234.0, 240.0]
+    # a single one-epoch run keeps its epoch 1
+    (tmp_path / "train.log").write_text(
+        "Epoch 1/1\n1/1 [==============================] - 233s 233s/step - loss: 0.1518\n",
+        encoding="utf-8")
+    assert list(autopsy.load_run(tmp_path).series("loss").items()) == [(1, 0.1518)]

@@ -41,12 +41,19 @@ KNOWN_UNREAD_TEST_CASES = frozenset({
     "tf_log_deepsleepnet_loss_stuck_ln5_chance_not_decreasing",
     "tf_sequence_tagging_lr_0_01_loss_nan_issue_47",
     # collected 2026-11-25 (second batch): "nothing readable" in the test half
-    "keras_cifar10_cnn_tf_backend_loss_2_3034_acc_0_1_chance_issue_3769",
     "tiny_dnn_cifar10_epoch_600s_test_acc_54_to_79pct_healthy_issue_883",
     # collected 2026-11-26 (third batch): "nothing readable" in the test half
     "deepspeed_zero3_cpu_adam_optimizer_step_22_9s_vs_fwd_bwd_1_2s_issue_1635",
     "neural_enhance_2x_epoch_time_steady_208s_maintainer_log_healthy_issue_63",
     "paddleseg_batch_cost_0_6s_steady_reader_cost_zero_healthy_pr_792",
+    # collected 2026-11-26 (fourth batch): "nothing readable" in the test half
+    "chainer_mnist_cpu_epoch_time_30s_37s_39s_slowing_down_issue_2554",
+    "deepspeed_fp16_loss_scale_8192_steady_state_overflow_every_2min_healthy_issue_1",
+    "generic_log_anogan_tqdm_g_loss_frozen_16_118_d_loss_to_zero_issue_2",
+    "generic_log_dcrnn_train_mae_creeps_up_val_mae_still_improving_healthy_issue_60",
+    "generic_log_esim_snli_val_loss_below_train_loss_healthy_issue_17",
+    "megatron_t5_pretrain_mbs_gt1_forward_backward_time_grows_each_log_issue_184",
+    "tf_insightface_weight_decay_loss_1_91_to_1_6e13_total_loss_diverges_issue_59",
 })
 #: Dev-half cases not read yet, each with the reason (a dev case is read or listed here).
 KNOWN_UNREAD_DEV_CASES: dict[str, str] = {

@@ -312,3 +312,26 @@ def test_a_huge_error_json_message_is_cut_in_the_details(tmp_path: Path) -> None
     row = _only(ev, "error_file")
     assert row["details"]["exception"] == "RuntimeError"
     assert row["details"]["exc_message"] == "A" * 2000
+
+
+def test_deepspeed_fp16_optimizer_skip_is_one_event(tmp_path: Path) -> None:
+    """DeepSpeed's FP16 optimizers write each skip on three lines (``Grad overflow on
+    iteration: N``, ``Reducing dynamic loss scale from X to Y``, ``[deepspeed] fp16 dynamic
+    loss scale overflow! ... Attempted loss scale: X, reducing to Y``): one event per skip,
+    with the iteration and both scales."""
+    lines = []
+    for it, (old, new) in enumerate([(65536.0, 32768.0), (32768.0, 16384.0)]):
+        lines += [
+            f"[2024-03-08 16:33:21,415] [INFO] [unfused_optimizer.py:281:_update_scale] Grad "
+            f"overflow on iteration: {it}",
+            f"[2024-03-08 16:33:21,416] [INFO] [unfused_optimizer.py:282:_update_scale] "
+            f"Reducing dynamic loss scale from {old} to {new}",
+            f"[2024-03-08 16:33:21,416] [INFO] [unfused_optimizer.py:207:step] [deepspeed] fp16 "
+            f"dynamic loss scale overflow! Skipping step. Attempted loss scale: {old}, "
+            f"reducing to {new}",
+        ]
+    ev = _events(tmp_path, "\n".join(lines) + "\n")
+    ov = ev[ev["kind"] == "overflow_skip"]
+    assert [d["iteration"] for d in ov["details"]] == [0, 1]
+    assert [d["new_scale"] for d in ov["details"]] == [32768.0, 16384.0]
+    assert [d["attempted_scale"] for d in ov["details"]] == [65536.0, 32768.0]

@@ -668,3 +668,39 @@ def test_an_evaluation_line_with_no_step_takes_the_last_training_step(tmp_path: 
     # with no training line before it, a lone evaluation line has no step to take
     alone = _read(tmp_path, "Test loss=0.90144944190979\n", name="alone.log")
     assert _series(alone, "eval_loss") == []
+
+
+def test_log_pasted_as_a_quote(tmp_path: Path) -> None:
+    """A Keras log pasted in an issue as a quote (``> `` before each line, autokeras#928)
+    reads as the log itself."""
+    s = _read(tmp_path, (
+        "> Train for 16 steps, validate for 4 steps\n"
+        "> Epoch 1/1000\n"
+        "> 16/16 [==============================] - 1s 36ms/step - loss: 2.5186 - accuracy: "
+        "0.8347 - val_loss: 2.2202 - val_accuracy: 0.8560\n"
+        "> Epoch 2/1000\n"
+        "> 16/16 [==============================] - 0s 28ms/step - loss: 2.4100 - accuracy: "
+        "0.8400 - val_loss: 2.2000 - val_accuracy: 0.8600\n"
+        "> Epoch 3/1000\n"))
+    assert _same(_series(s, "loss"), [(1, 2.5186), (2, 2.41)])
+    assert _same(_series(s, "eval_loss"), [(1, 2.2202), (2, 2.2)])
+
+
+def test_loop_counter_before_gan_losses(tmp_path: Path) -> None:
+    """``print("%d: [D loss: %f, acc: %f]  [A loss: %f, acc: %f]" % (i, ...))`` (the Keras
+    DCGAN of roatienza/Deep-Learning-Experiments): the leading number is the iteration, not
+    srun's rank label, as nothing else on the line gives a step."""
+    s = _read(tmp_path, "".join(
+        f"{i}: [D loss: 7.971192, acc: 0.500000]  [A loss: 0.000000, acc: 1.000000]\n"
+        for i in range(48, 53)))
+    steps = sorted(set(s["step"].astype(int)))
+    assert steps == [48, 49, 50, 51, 52]
+    assert s["rank"].isna().all() or (s["rank"] < 0).all()
+
+
+def test_srun_label_still_names_the_rank(tmp_path: Path) -> None:
+    """``srun --label`` lines whose text has its own step keep the number as the rank."""
+    s = _read(tmp_path, "".join(
+        f"{r}: step {st} loss {2.0 - st * 0.01:.3f}\n" for st in (10, 20) for r in (0, 1)))
+    assert sorted(set(s["rank"].astype(int))) == [0, 1]
+    assert sorted(set(s["step"].astype(int))) == [10, 20]

@@ -110,6 +110,10 @@ class LineContext:
     #: starts at an epoch's end): its values wait in ``keras_values`` for the next header
     keras_orphan: int | None = None
     caffe_step: int | None = None
+    #: ``Epoch 1/1`` headers seen (a loop of one-epoch ``fit`` calls: each is a step)
+    keras_single_fits: int = 0
+    #: finished Keras bars met before any ``Epoch N/M`` header
+    keras_finished: int = 0
     bar_offset: int = 0
     pos_epoch: int | None = None
     pos_offset: int = 0
@@ -270,6 +274,11 @@ def keras_epoch(text: str, ctx: LineContext) -> MetricLine | None:
     if m is None:
         return None
     epoch = int(m.group(1))
+    if epoch == 1 and (m.group(2) or m.group(3) or m.group(4)) == "1":
+        # ``model.fit(..., epochs=1)`` called in a loop prints ``Epoch 1/1`` each time: the
+        # calls are the run's steps (1, 2, 3...), not one epoch logged again and again
+        ctx.keras_single_fits += 1
+        epoch = ctx.keras_single_fits
     if ctx.keras_epoch is None and ctx.keras_orphan is not None and epoch > 1:
         ctx.keras_epoch = epoch - 1  # the finished bar before the first header: its epoch
     done = flush_keras(ctx)
@@ -307,8 +316,16 @@ def parse_keras_batches(text: str, ctx: LineContext) -> MetricLine | None:
     if not pairs:
         return None
     if m.group(1) == m.group(2) and "ETA" not in text:
-        before = flush_keras(ctx)  # a second finished bar before any header
-        ctx.keras_orphan, ctx.keras_values = int(m.group(1)), pairs
+        ctx.keras_finished += 1
+        if ctx.keras_finished == 1:
+            ctx.keras_orphan, ctx.keras_values = int(m.group(1)), pairs
+            return None
+        # finished bars with no header between them: Keras 3 prints none for ``fit(...,
+        # epochs=1)``, so these are fit calls in a loop, stepped 1, 2, 3...
+        if ctx.keras_values:
+            ctx.keras_orphan = ctx.keras_finished - 1
+        before = flush_keras(ctx)
+        ctx.keras_orphan, ctx.keras_values = ctx.keras_finished, pairs
         return before
     return MetricLine("keras_batch", int(m.group(1)), pairs)
 
@@ -410,6 +427,9 @@ _EVAL_NO_STEP = re.compile(r"(?i)^\W*(?:test|val(?:id(?:ation)?)?|eval(?:uation)
 #: ``Epoch [3/10] Test loss: ...``, ``Validation epoch 3: loss ...``, ``Eval step 200 ...``.
 #: Each optional separator takes the spaces after it, so no two ``\s*`` can share a run of
 #: spaces (a line of ``epoch 1`` and thousands of spaces costs linear time, not a blow-up).
+#: A line that starts with a bare counter and a colon (``print("%d: [D loss: %f]" % i)``);
+#: read only when nothing else on the line gives a step.
+_LEAD_COUNT = re.compile(r"^(\d{1,9}): ")
 _PHASES = r"(?:val|valid|validation|eval|evaluation|test|testing)"
 _MARKERS = r"(?:epoch|iter(?:ation)?|step)"
 _PHASE_BESIDE = re.compile(
@@ -632,6 +652,8 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
                     evaluation = True
             elif ctx.train_step is not None and _EVAL_NO_STEP.match(text):
                 step, evaluation, stateless = ctx.train_step, True, False
+            elif (lead := _LEAD_COUNT.match(text)) is not None:
+                step = int(lead.group(1))  # "48: [D loss: 7.97 ...]": a loop's counter
             else:
                 return None
     if not evaluation and _PHASE_BESIDE.search(text):

@@ -328,7 +328,12 @@ _DL_KILLED = re.compile(r"DataLoader worker \(pid (\d+)\) is killed by signal: (
 _BASH_KILLED = re.compile(r"^(?:.*line \d+:\s*(\d+) )?Killed\b")
 _OVERFLOW_DS = re.compile(r"OVERFLOW! Rank (\d+) Skipping step\. Attempted loss scale: "
                           r"([\d.e+-]+?),? (?:reducing to ([\d.e+-]+)|but hysteresis is (\d+))")
-_OVERFLOW_ITER = re.compile(r"Grad overflow on iteration (\d+)")
+_OVERFLOW_ITER = re.compile(r"Grad overflow on iteration:? (\d+)")
+# DeepSpeed's FP16 optimizers (fused and unfused): ``[deepspeed] fp16 dynamic loss scale
+# overflow! Skipping step. Attempted loss scale: 65536.0, reducing to 32768.0`` after
+# ``Grad overflow on iteration: 4`` and ``Reducing dynamic loss scale from 65536.0 to 32768.0``
+_OVERFLOW_DS_FP16 = re.compile(r"loss scale overflow! Skipping step\. Attempted loss scale: "
+                               r"([\d.e+-]+), reducing to ([\d.e+-]+)")
 _OVERFLOW_APEX = re.compile(r"Gradient overflow\.\s+Skipping step, loss scaler (\d+) reducing "
                             r"loss scale to ([\d.e+-]+)")
 _OVERFLOW_FAIRSEQ = re.compile(r"overflow detected, setting loss scale to: ([\d.e+-]+)")
@@ -406,6 +411,10 @@ def misc_events(text: str) -> list[tuple[EventKind, Details]]:
     m = _OVERFLOW_ITER.search(text)
     if m:
         out.append((EventKind.OVERFLOW_SKIP, {"iteration": int(m.group(1))}))
+    m = _OVERFLOW_DS_FP16.search(text)
+    if m:
+        out.append((EventKind.OVERFLOW_SKIP, {"attempted_scale": float(m.group(1)),
+                                              "new_scale": float(m.group(2))}))
     m = _OVERFLOW_APEX.search(text)
     if m:
         out.append((EventKind.OVERFLOW_SKIP, {"scaler": int(m.group(1)),

@@ -4,7 +4,8 @@ The rank comes from the path (torchrun ``--log-dir`` trees ``attempt_N/<rank>/``
 ``rank3.log``, ``job-rank-3.out``, ``rank_3/``), else from a line prefix
 (``[rank3]:``, ``[default3]:``, ``3:`` from ``srun --label``, ``[1,3]<stderr>:``
 from mpirun), else from the line itself (``[Rank 3]`` in a NCCL message), in that
-order. A pdsh ``host: `` prefix names a host, not a rank.
+order. A pdsh ``host: `` prefix names a host, not a rank. A quote marker (``> ``) before a
+log line pasted as a quote is removed first.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ _PREFIX = re.compile(
     r"|\[(?P<job>\d+),(?P<c>\d+)\]<(?:stdout|stderr)>:"
     r"|(?P<host>[A-Za-z](?=[\w.-]*\d)[\w.-]*): )"
 )
+#: A Markdown/e-mail quote marker before a pasted log line (``> ``, ``>> ``).
+_QUOTE = re.compile(r"(?:> ?)+(?=\S| +\S)")
 _INLINE_RANK = re.compile(r"\[(?:PG [^\][]*?)?Rank (\d+)\]|\bOVERFLOW! Rank (\d+)\b|\[Rank (\d+)\]")
 
 
@@ -82,6 +85,10 @@ def split_prefix(text: str) -> Prefixed:
     rank: int | None = None
     host: str | None = None
     rest = text
+    if rest.startswith(">"):  # a log pasted as a quote (``> 16/16 [====] - loss: ...``)
+        q = _QUOTE.match(rest)
+        if q is not None:
+            rest = rest[q.end():]
     for _ in range(3):
         got = _split_one(rest)
         if got is None:

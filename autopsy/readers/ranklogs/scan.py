@@ -66,6 +66,12 @@ MAX_MESSAGE = 500
 FIRST_EVENTS = 32
 #: Events of one kind kept per rank and file from the end, past the first ones.
 LAST_EVENTS = 8
+#: Overflow-skip lines this close (in lines) to the previous one of their rank, and holding
+#: other details, are the same skip (DeepSpeed writes a skip on three consecutive lines).
+OVERFLOW_MERGE_LINES = 3
+#: A line starting with a bare number and a colon (srun --label's rank prefix, or a loop's
+#: iteration counter: ``48: [D loss: 7.97, acc: 0.50]``).
+_BARE_COUNT = re.compile(r"^\d{1,9}: ")
 _MSG_STEP = re.compile(r"\b(?:step|iteration|iter)[ :=#]+(\d+)", re.IGNORECASE)
 _ERROR_JSON_MAX = 16 << 20
 
@@ -300,6 +306,8 @@ class _State:
     info: PathInfo
     out: FileResult
     last_step: dict[int | None, int] = field(default_factory=dict)
+    #: the line and details of each rank's last overflow-skip event (see ``_add``)
+    last_overflow: dict[int | None, tuple[int, dict[str, Any]]] = field(default_factory=dict)
     #: the step of the last training metric line of any rank (a pace line's fallback)
     last_train_step: int | None = None
     logging_steps: int | None = None
@@ -894,6 +902,18 @@ def _add(st: _State, rank: int | None, wall: float, kind: EventKind, message: st
         step = None
     if rank is not None and not -MAX_STEP <= rank <= MAX_STEP:
         rank = None
+    if kind is EventKind.OVERFLOW_SKIP:
+        # DeepSpeed's FP16 optimizers report one skip on consecutive lines (``Grad overflow
+        # on iteration: 4``, then ``... overflow! Skipping step. Attempted loss scale: ...``):
+        # one event, its details merged, so that skips are counted once
+        last = st.last_overflow.get(rank)
+        if last is not None and 0 < line - last[0] <= OVERFLOW_MERGE_LINES \
+                and "iteration" in last[1] and "attempted_scale" not in last[1] \
+                and "attempted_scale" in details and "iteration" not in details:
+            last[1].update(details)
+            st.last_overflow[rank] = (line, last[1])
+            return
+        st.last_overflow[rank] = (line, details)
     _keep(st, (rank, wall, step, kind.value, message[:MAX_MESSAGE], st.rel, line, details))
 
 
@@ -948,6 +968,15 @@ def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -
     ctx.line = line
     try:
         got = parse_metrics(pre.rest, ctx)
+        if got is None and pre.rank is not None and _BARE_COUNT.match(text):
+            # "48: [D loss: 7.97, acc: 0.50]": not srun's rank label when the rest has no
+            # step of its own; the number counts the iterations (a training loop's print)
+            rank = st.info.rank
+            ctx = st.contexts.get(rank)
+            if ctx is None:
+                ctx = st.contexts[rank] = LineContext()
+            ctx.line = line
+            got = parse_metrics(text, ctx)
     except ValueError:  # a step of thousands of digits (int() refuses it): the line only
         st.bad_steps += 1
         return
