@@ -144,6 +144,9 @@ def test_the_only_training_loss_series_is_the_loss() -> None:
     for unchanged in (("box_loss", "cls_loss"), ("loss", "aux_loss"), ("val_loss",)):
         frame = _tags_frame(*unchanged)
         assert name_sole_series(frame) is frame
+    # an MXNet custom metric printed as ``lossvalue=`` is the objective too
+    named = name_sole_series(_tags_frame("lossvalue", "throughput"))
+    assert set(named.loc[named["tag"] == "loss", "raw_tag"].astype(str)) == {"lossvalue"}
 
 
 def test_a_leftover_empty_category_does_not_block_the_name() -> None:

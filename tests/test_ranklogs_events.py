@@ -335,3 +335,18 @@ def test_deepspeed_fp16_optimizer_skip_is_one_event(tmp_path: Path) -> None:
     assert [d["iteration"] for d in ov["details"]] == [0, 1]
     assert [d["new_scale"] for d in ov["details"]] == [32768.0, 16384.0]
     assert [d["attempted_scale"] for d in ov["details"]] == [65536.0, 32768.0]
+
+
+def test_fairseq_nan_detector_line(tmp_path: Path) -> None:
+    """fairseq's NanDetector (an fp16 run whose gradient norm went non-finite) names the
+    module whose output overflowed: a non-finite event, stepped at the last logged step."""
+    ev = _events(tmp_path, (
+        '2020-12-10 12:38:47 | INFO | train_inner | {"epoch": 1, "update": 0.205, "loss": '
+        '"9.78", "num_updates": "2575", "lr": "0.0012875", "gnorm": "10.177", "loss_scale": '
+        '"2"}\n'
+        "2020-12-10 12:38:53 | WARNING | fairseq.nan_detector | Inf detected in output of "
+        "decoder.layers.21, shape: torch.Size([1024, 2, 1024]), forward input max: 64288.0, "
+        "input min: -47264.0\n"))
+    nan = _only(ev, "nan_loss")
+    assert nan["details"]["module"] == "decoder.layers.21"
+    assert nan["step"] == 2575

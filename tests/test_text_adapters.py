@@ -704,3 +704,31 @@ def test_srun_label_still_names_the_rank(tmp_path: Path) -> None:
         f"{r}: step {st} loss {2.0 - st * 0.01:.3f}\n" for st in (10, 20) for r in (0, 1)))
     assert sorted(set(s["rank"].astype(int))) == [0, 1]
     assert sorted(set(s["step"].astype(int))) == [10, 20]
+
+
+def test_megatron_before_2020_pairs_without_colons(tmp_path: Path) -> None:
+    """Old Megatron-LM (and its forks, THUDM's Chinese-Transformer-XL) printed ``| lm loss
+    6.758929E+00 | loss scale 64.0 |`` with no colon, and ``lm loss NAN`` for a NaN."""
+    s = _read(tmp_path, (
+        " iteration      600/    3000 | elapsed time per iteration (ms): 11052.7 | learning "
+        "rate 9.517E-06 | lm loss 5.763325E+00 | loss scale 4.0 |\n"
+        " iteration      700/    3000 | elapsed time per iteration (ms): 12932.3 | learning "
+        "rate 9.773E-06 | lm loss NAN | loss scale 4.0 |\n"
+        " iteration      800/    3000 | elapsed time per iteration (ms): 11020.1 | learning "
+        "rate 9.457E-06 | lm loss 5.193296E+00 | loss scale 0.1 |\n"))
+    assert _same(_series(s, "loss"), [(600, 5.763325), (700, math.nan), (800, 5.193296)])
+    assert _same(_series(s, "loss_scale"), [(600, 4.0), (700, 4.0), (800, 0.1)])
+    assert _same(_series(s, "learning_rate"), [(600, 9.517e-6), (700, 9.773e-6),
+                                               (800, 9.457e-6)])
+
+
+def test_data_wait_time_wins_over_a_workers_load_time(tmp_path: Path) -> None:
+    """samudra#231's MetricLogger prints both ``data_wait_time`` (what the loop waited) and
+    ``data_load_time`` (a worker's own loading, overlapped with compute): the wait is the
+    data time."""
+    s = _read(tmp_path, (
+        "2025-04-25 15:18:01,970 - INFO - logging - Training Epoch: [1]  [   1/1412]  eta: "
+        "3:47:08  lr: 0.000200  iter_time: 0.645(0.645)  data_wait_time: 0.000(0.000)  "
+        "data_load_time: 8.745(8.745)  loss: 1.4612 (1.4779)  max cpu mem: 1757  max gpu "
+        "mem: 30424\n"))
+    assert [v for _, v in _series(s, "data_time")] == [0.0]

@@ -140,7 +140,8 @@ BEST_PREFIXES: tuple[str, ...] = ("best_", "best/")
 #: (canonical name, evaluation side?, endings): a run without the name whose only series
 #: of that side with one of the endings is taken for it (:func:`name_sole_series`).
 SOLE_SERIES: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
-    ("loss", False, ("loss",)),
+    # MXNet custom metrics print the objective as ``lossvalue=`` (insightface's alignment)
+    ("loss", False, ("loss", "lossvalue", "loss_value")),
     ("accuracy", False, ("_acc", "accuracy")),
     ("eval_accuracy", True, ("_acc", "accuracy")),
 )

@@ -72,7 +72,11 @@ SIGNATURES: tuple[Signature, ...] = (
          "the checkpoint to resume from cannot be loaded"),
     # NaN / Inf raised by the framework
     _sig("min_loss_scale", Family.NAN_INF, "fp16_overflow",
-         r"Minimum loss scale reached|loss scale.*(?:below|reached) (?:the )?min",
+         r"Minimum loss scale reached|loss scale.*(?:below|reached) (?:the )?min|"
+         # GPT-NeoX's OverflowMonitor: "Skipped 50 iterations in a row due to Overflow"
+         r"iterations in a row due to [Oo]verflow|"
+         # DeepSpeed's loss scaler with raise_error_at_min_scale
+         r"Current loss scale already at minimum",
          "fp16 gradients overflowed at every loss scale down to the minimum"),
     _sig("nan_loss", Family.NAN_INF, None,
          r"Loss became infinite or NaN|Model diverged with loss = NaN|NaN loss during training|"

@@ -200,3 +200,27 @@ def test_near_miss_passes_over_a_noisy_floor_whose_luckiest_point_is_near_the_en
     )
     run = synthetic_run({"loss": loss})
     assert all(f.code != "DIV001" for f in diagnose(run).findings)
+
+
+def test_fires_on_a_loss_logged_only_after_it_blew_up() -> None:
+    """mmdet#1081's shape: three lines, the loss already 5e26 and drifting down a little:
+    no best to rise from, but no real loss sits at 1e15 or more."""
+    run = synthetic_run({"loss": [5.05e26, 4.94e26, 4.81e26]}, steps=[1550, 1600, 1650])
+    f = _div001(run)
+    assert len(f) == 1 and f[0].step == 1550
+    assert "exploded" in f[0].message and "first logged point" in f[0].message
+    assert diagnose(run).verdict.family is Family.DIVERGING
+
+
+def test_fires_from_the_step_the_loss_reached_the_absurd_level() -> None:
+    run = synthetic_run({"loss": [2.0, 1.8, 3e16, 4e16]}, steps=[10, 20, 30, 40])
+    f = _div001(run)
+    assert len(f) == 1 and f[0].step == 30
+
+
+def test_near_miss_a_huge_loss_that_falls_below_the_bar_passes() -> None:
+    """A squared error on raw targets: huge at first, under 1e15 at the end, falling."""
+    run = synthetic_run({"loss": [9e15, 2e15, 8e14, 3e14, 1e14]})
+    assert _div001(run) == []
+    run = synthetic_run({"loss": [3.0, 2.5, 2.0, 1.9, 5e15]})  # one wild last value only
+    assert not any("bar" in str(e.summary) for f in _div001(run) for e in f.evidence)

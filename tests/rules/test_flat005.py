@@ -86,3 +86,14 @@ def test_near_miss_passes_on_a_fitted_loss_printed_as_zero() -> None:
 
     d = diagnose(synthetic_run({"loss": [0.9, 0.2, 0.01, 0.0, 0.0, 0.0]}))
     assert all(f.family.value != "not_decreasing" for f in d.findings)
+
+
+def test_near_miss_window_cut_from_mid_run_passes() -> None:
+    """A flat stretch whose log starts far from step 0 (a reporter pasting steps 3290-3430 of
+    a long run) may be a plateau after learning: FLAT005 does not call it never-learned;
+    the same stretch from step 10 on is flagged."""
+    loss = noisy(2.15, 15, noise=0.04)
+    late = synthetic_run({"loss": loss}, steps=list(range(3290, 3440, 10)))
+    assert "FLAT005" not in codes(late)
+    early = synthetic_run({"loss": noisy(2.15, 15, noise=0.04)}, steps=list(range(10, 160, 10)))
+    assert "FLAT005" in codes(early)

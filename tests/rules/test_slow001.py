@@ -101,3 +101,16 @@ def test_fires_on_one_averaged_line_of_a_starved_paddle_run(tmp_path: Path) -> N
         "2.8015 images/s\n")
     v = diagnose(autopsy.load_run(tmp_path)).verdict
     assert (v.family, v.cause) == (Family.SLOW, "data_starvation")
+
+
+def test_near_miss_the_first_prefetch_of_a_log_stepped_from_an_epoch_passes() -> None:
+    """A 1-based epoch log (``Epoch: [1] [0/1412]`` is step 1412, samudra#231): its first
+    line waits 9.3 s of an 18.7 s step for the first prefetch, then nothing. The warm-up
+    skip cannot tell step 1412 is a launch's first; the summed share leaves it out."""
+    from runs import synthetic_run
+
+    steps = [1412, 1413, 1414, 1415, 1416]
+    run = synthetic_run({"step_time": [18.672, 0.645, 0.646, 0.645, 0.647],
+                         "data_wait_time": [9.3, 0.0, 0.0, 0.0, 0.0],
+                         "loss": [1.46, 1.45, 1.44, 1.43, 1.42]}, steps=steps)
+    assert findings(run, "SLOW001") == []

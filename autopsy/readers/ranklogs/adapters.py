@@ -678,6 +678,9 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
     if not any(w in k.lower() for k, _ in uniq for w in LOSS_WORDS) and not (
             from_header and uniq and keys <= phased):  # Lasagne's "validation accuracy:" line
         return None
+    if any(k.lower() == "data_wait_time" for k, _ in uniq):
+        # the wait the training loop saw; a worker's own load time overlaps the compute
+        uniq = [(k, v) for k, v in uniq if k.lower() != "data_load_time"]
     if summary:  # its times are the whole epoch's, not one step's
         uniq = [(f"epoch_total_{k}" if "time" in k.lower() else k, v) for k, v in uniq]
     if evaluation:

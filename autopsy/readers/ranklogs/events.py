@@ -447,7 +447,10 @@ _OOM_PID = re.compile(r"\bpid=(\d+)")
 _NAN_MESSAGE = re.compile(r"Loss became infinite or NaN at iteration=(\d+)"
                           r"|Model diverged with loss = NaN"
                           r"|NaN loss during training"
-                          r"|Batch (\d+): Invalid loss, terminating training")
+                          r"|Batch (\d+): Invalid loss, terminating training"
+                          # fairseq's NanDetector (--fp16 runs, on a NaN/Inf gradient norm):
+                          # ``Inf detected in output of decoder.layers.21, shape: ...``
+                          r"|(?:NaN|Inf) detected in (?:output|input) of ([\w.]+)")
 _RESUMED = re.compile(r"resumed (?:from )?epoch:? (\d+), iter:? (\d+)"
                       r"|[Rr]esum(?:ed|ing) (?:training )?from (?:checkpoint )?(\S+)")
 
@@ -526,6 +529,8 @@ def scheduler_events(text: str) -> list[tuple[EventKind, Details]]:
         step = m.group(1) or m.group(2)
         if step:
             d["step"] = int(step)
+        if m.group(3):
+            d["module"] = m.group(3)
         out.append((EventKind.NAN_LOSS, d))
     m = _RESUMED.search(text)
     if m:

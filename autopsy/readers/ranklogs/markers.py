@@ -41,6 +41,7 @@ EVENT_MARKERS: tuple[bytes, ...] = (
     b"CANCELLED AT", b"exceeded memory limit", b"oom-kill", b"oom_kill",  # (and "Killed")
     # NaN messages of detectron2, TF, Keras
     b"infinite or NaN", b"diverged with loss", b"NaN loss", b"Invalid loss",
+    b" detected in output of", b" detected in input of",  # fairseq's NanDetector
     # resumes (mmcv "resumed epoch N, iter M", "Resuming from checkpoint ...")
     b"esum",
     # launchers and crashes: DeepSpeed's return codes, segfaults, logged exception classes,

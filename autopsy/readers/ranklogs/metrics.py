@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from autopsy.readers.ranklogs.adapters import LineContext
 
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
+_NUM = (r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
+        r"|nan|NaN|NAN|inf|Inf|INF|-inf)")
 _HF_PAIR = re.compile(r"'([^']+)':\s*(?:'(" + _NUM + r")'|(" + _NUM + r")|np\.float\d*\((" + _NUM
                       + r")\)|tensor\((" + _NUM + r"))")
 _MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
-_MEGA_PAIR = re.compile(r"\|\s*([A-Za-z][\w ()/.-]*?):\s*(" + _NUM + r")\s*(?=\||$)")
+# ``| lm loss: 5.76 |``; Megatron before 2020 wrote no colon: ``| lm loss 5.763325E+00 |``
+_MEGA_PAIR = re.compile(r"\|\s*([A-Za-z][\w ()/.-]*?)(?::\s*|\s+)(" + _NUM + r")\s*(?=\||$)")
 _DS_STEP = re.compile(r"\bstep=(\d+), skipped=(\d+)(?:, lr=\[([^\]]*)\])?")
 _FAIRSEQ_PIPE = re.compile(r"\|\s*(\w+)\s+(" + _NUM + r")(?=\s*\||\s*$)")
 _FAIRSEQ_EQ = re.compile(r"\b(\w+)=(" + _NUM + r")(?=,|\s|$)")

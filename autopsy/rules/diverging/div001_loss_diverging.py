@@ -59,7 +59,9 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
         long, so the luckiest point of a noisy floor is not taken for the best,
         unless the loss was clearly falling into its best and the rise gives back
         ``min_lost_progress`` of its gain. An explosion is a loss ``explode_ratio``
-        or more above its best over the last ``min_explode_points`` points. The
+        or more above its best over the last ``min_explode_points`` points, or one
+        still at ``absurd_loss`` or more over those points (a loss first logged after
+        it blew up has no best to rise from). The
         loss is smoothed by a running median over ``smooth_points`` points or
         1/``smooth_fraction`` of the run. Every logged value is still finite; once
         the loss turns NaN/Inf, the NaN rules
@@ -97,7 +99,13 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
     if not (values > 0).all():
         return None  # a loss whose ratios mean nothing (zero or negative)
     if len(values) < ctx["min_points"]:
-        return _sparse_rise(run, ctx, loss)
+        return _sparse_rise(run, ctx, loss) or _absurd_level(run, ctx, loss)
+    return _rise(run, ctx, loss) or _absurd_level(run, ctx, loss)
+
+
+def _rise(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:
+    """A rise after the best on a loss logged at least ``min_points`` times."""
+    values = loss.to_numpy(dtype=float)
     logs = np.log(values)
     width = max(int(ctx["smooth_points"]), len(values) // int(ctx["smooth_fraction"]))
     sm = np.exp(pd.Series(logs).rolling(width, center=True, min_periods=1).median().to_numpy())
@@ -268,6 +276,47 @@ def _sparse_rise(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:
         message=message, severity=Severity.ERROR, confidence=confidence, cause="lr_too_high",
         step=start_step, evidence=evidence,
         advice=_advice(run, point, start_step, best_step, last_step, late),
+    )
+
+
+def _absurd_level(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:
+    """A loss that ends at ``absurd_loss`` or more: it exploded, if not within the log.
+
+    The last ``min_explode_points`` points (at least two) all at or above the bar; the step
+    reported is the first point from which the loss stayed at or above it.
+    """
+    values = loss.to_numpy(dtype=float)
+    steps = loss.index.to_numpy()
+    bar = float(ctx["absurd_loss"])
+    k = max(2, int(ctx["min_explode_points"]))
+    if len(values) < k or not (values[-k:] >= bar).all():
+        return None
+    below = np.flatnonzero(values < bar)
+    first_i = int(below[-1]) + 1 if below.size else 0
+    first_step, last_step = int(steps[first_i]), int(steps[-1])
+    end = float(np.median(values[-k:]))
+    since = ("from its first logged point" if first_i == 0
+             else f"from step {first_step} (it was {values[first_i - 1]:.4g} before)")
+    point = schedule_point(run, first_step)
+    message = (f"The training loss exploded: it is {end:.4g} at the end, at or above "
+               f"{bar:.0e} {since} to step {last_step}, still finite. No real loss sits "
+               f"there; the weights have blown up.")
+    evidence = [Evidence(
+        summary=f"loss {values[first_i]:.4g} at step {first_step}, {end:.4g} at the end "
+                f"(median of the last {k}); bar {bar:.0e}",
+        tag="loss", steps=(first_step, last_step),
+        numbers={"first": float(values[first_i]), "end": end, "bar": bar,
+                 "points": len(values) - first_i},
+    )]
+    if point is not None:
+        evidence.append(schedule_evidence(point, first_step))
+    warm = warmup_off(run)
+    if warm is not None:
+        evidence.append(config_evidence(warm, "no warm-up"))
+    return ctx.finding(
+        message=message, severity=Severity.ERROR, confidence=0.7, cause="lr_too_high",
+        step=first_step, evidence=evidence,
+        advice=_advice(run, point, first_step, first_step, last_step, False),
     )
 
 

@@ -64,6 +64,13 @@ DIV001: dict[str, Threshold] = {
         "and every point after it, at least min_explode_points of them, must sit "
         "min_rel_rise above the best, and an eval loss, when logged, must have risen by "
         "min_trend_rise too; on 3 or fewer points a rise cannot be told from one bad epoch.")),
+    "absurd_loss": Threshold(1e15, (
+        "A training loss still at or above 1e15 over its last min_explode_points points has "
+        "exploded, whatever its curve did before it was logged: no classification, "
+        "detection or language-model loss comes near it (cross-entropy over a million "
+        "classes is 14), and a squared error on raw regression targets of ten million "
+        "(1e14) stays below it. It catches a loss logged only after it blew up (mmdet#1081: "
+        "5e26 from the first line), where no best point exists to rise from.")),
     "end_points": Threshold(3, (
         "The loss at the end is the median of at least the last 3 points of the rise (or a "
         "smoothing window), so the rise factor reported is not one point's.")),

@@ -35,6 +35,19 @@ def _unknowns(flat: FlatLoss) -> tuple[list[str], list[str]]:
     return missing, ruled_out
 
 
+def _starts_late(run: Run, flat: FlatLoss, ctx: RuleContext) -> bool:
+    """Whether the judged series starts more than ``late_start_intervals`` logging
+    intervals after step 0: a window cut from the middle of the run."""
+    import numpy as np
+
+    steps = run.series(flat.tag).dropna().index.to_numpy(dtype=float)
+    if steps.size < 2:
+        return False
+    gaps = np.diff(np.unique(steps))
+    interval = float(np.median(gaps)) if gaps.size else 0.0
+    return interval > 0 and float(steps.min()) > ctx["late_start_intervals"] * interval
+
+
 @rule(
     code="FLAT005",
     name="loss-flat",
@@ -69,10 +82,12 @@ def loss_flat(run: Run, ctx: RuleContext) -> Finding | None:
         and the LR, and the list of missing signals. Fires when the loss is flat near
         its initial value (at least ``min_points`` points, change within
         ``flat_rel_tol`` or the noise, drop from the first ``initial_points`` at most
-        ``max_initial_drop``) and FLAT001-FLAT004 all stay silent.
+        ``max_initial_drop``), its log starts within ``late_start_intervals`` logging
+        intervals of step 0 (a window cut from mid-run may be a plateau after learning),
+        and FLAT001-FLAT004 all stay silent.
     """
     flat = flat_loss(run, ctx.thresholds)
-    if flat is None or flat.cause is not None:
+    if flat is None or flat.cause is not None or _starts_late(run, flat, ctx):
         return None
     missing, ruled_out = _unknowns(flat)
     evidence: list[Evidence] = [flat.loss_evidence()]

@@ -26,6 +26,13 @@ FLAT: dict[str, Threshold] = {
     "initial_points": Threshold(3, (
         "The initial loss is the median of the first 3 finite points, so one odd first batch "
         "does not set it; max_initial_drop compares it with the plateau's end.")),
+    "late_start_intervals": Threshold(10, (
+        "FLAT005 (flat, no cause) only judges a log whose first point is within 10 logging "
+        "intervals of step 0 (or of the first step of its epoch count): a flat stretch cut "
+        "from the middle of a run (a reporter pasting steps 3290-3430) may be a plateau "
+        "after learning, which the log cannot tell from never learning. The causes "
+        "FLAT001-FLAT004 name (a zero loss, frozen gradients, chance level) hold wherever "
+        "the window starts.")),
     "max_initial_drop": Threshold(0.1, (
         "A loss that fell more than 10% from its initial level before it flattened has "
         "learned, then converged or stalled late: not 'never learned', so no FLAT rule "

@@ -49,6 +49,11 @@ def _time_share(data: pd.Series, steps: pd.Series | None, compute: pd.Series | N
     if other is None:
         return 0.0
     both = pd.concat([data, other], axis=1, join="inner").dropna()
+    if len(both) > 2:
+        # the first logged step may be a launch's first (its first prefetch) in a log whose
+        # steps do not start at 0 (1-based epochs: "Epoch: [1] [0/1412]" is step 1412),
+        # which the warm-up skip cannot recognise: a sum over steps leaves it out
+        both = both.iloc[1:]
     if both.empty:
         return 0.0
     waited = float(both.iloc[:, 0].sum())
