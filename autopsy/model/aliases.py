@@ -25,11 +25,13 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
         "cross-entropy", "crossentropy", "cross_entropy",
         # OpenNMT-py's step line (``Step N/M; acc: ..; ppl: ..; xent: ..; lr: ..``)
         "xent",
+        "main/loss",  # Chainer's LogReport: the observed model is named "main"
     ),
     "eval_loss": (
         "eval_loss", "eval/loss", "val_loss", "val/loss", "validation_loss", "validation/loss",
         "loss/eval", "loss/val", "valid_loss", "valid/loss", "test_loss", "test/loss",
         "val/loss_sum",
+        "validation/main/loss",  # Chainer's Evaluator
     ),
     "grad_norm": (
         "grad_norm", "train/grad_norm", "gradient_norm", "grad-norm", "grad norm", "gradnorm",
@@ -108,8 +110,10 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
     "train_steps_per_second": ("train/train_steps_per_second",),
     "total_flos": ("train/total_flos",),
     "eval_accuracy": ("eval_accuracy", "eval/accuracy", "val_acc", "val/acc", "val_accuracy",
-                      "validation accuracy", "validation_accuracy"),
-    "accuracy": ("accuracy", "train/accuracy", "train_acc", "acc"),
+                      "validation accuracy", "validation_accuracy",
+                      "validation/main/accuracy"),  # Chainer's Evaluator
+    "accuracy": ("accuracy", "train/accuracy", "train_acc", "acc",
+                 "main/accuracy"),  # Chainer's LogReport
     "perplexity": ("perplexity", "ppl", "train/perplexity", "train/ppl"),
     "eval_perplexity": ("eval_perplexity", "eval/perplexity", "val_ppl", "eval/ppl", "valid_ppl",
                         "validation perplexity", "validation_perplexity"),

@@ -25,6 +25,7 @@ READER_MODULES: tuple[str, ...] = (
     "autopsy.readers.ultralytics_csv",
     "autopsy.readers.epoch_csv",
     "autopsy.readers.jsonl_metrics",
+    "autopsy.readers.chainer_log",
     "autopsy.readers.log_history",
     "autopsy.readers.ranklogs",
 )
