@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import autopsy
 from autopsy.readers import chainer_log
 
@@ -51,6 +53,20 @@ def test_a_broken_record_costs_itself(tmp_path: Path) -> None:
     log = _write(tmp_path, [_report(e) for e in range(1, 4)])
     text = log.read_text().replace('"main/loss": 0.025', '"main/loss": 0.025,,', 1)
     log.write_text(text)
+    part = chainer_log.read(log, "result/log")
+    assert part.scalars is not None
+    steps = sorted(set(part.scalars.loc[part.scalars["tag"] == "loss", "step"]))
+    assert steps == [847, 2541]
+    assert sum(p.count or 1 for p in part.problems) == 1
+
+
+def test_an_oversized_record_costs_itself(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record past MAX_RECORD_BYTES (a hostile or broken file) is skipped, counted, and
+    the records after it are read; memory follows the cap, not the record."""
+    big = dict(_report(2), note="x" * 5000)
+    log = _write(tmp_path, [_report(1), big, _report(3)])
+    monkeypatch.setattr(chainer_log, "MAX_RECORD_BYTES", 1000)
     part = chainer_log.read(log, "result/log")
     assert part.scalars is not None
     steps = sorted(set(part.scalars.loc[part.scalars["tag"] == "loss", "step"]))

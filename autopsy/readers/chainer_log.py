@@ -26,10 +26,9 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 from autopsy.readers.base import RunPart, head
-from autopsy.readers.csvtable import MAX_STEP, Table, bounded_lines, cell_value
+from autopsy.readers.csvtable import MAX_STEP, Table, bounded_lines, json_number
 from autopsy.readers.registry import Format
 
 NAME = "chainer_log"
@@ -55,16 +54,6 @@ def sniff(path: Path) -> bool:
         and b'"main/' in text
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        return cell_value(value)
-    return None
-
-
 def _add(table: Table, raw: bytes) -> None:
     try:
         doc = json.loads(raw.decode("utf-8", errors="replace"))
@@ -76,7 +65,7 @@ def _add(table: Table, raw: bytes) -> None:
         return
     step = None
     for key in _STEP_KEYS:
-        v = _number(doc.get(key))
+        v = json_number(doc.get(key))
         if v is not None and math.isfinite(v) and abs(v) <= MAX_STEP:
             step = int(v)
             break
@@ -86,7 +75,7 @@ def _add(table: Table, raw: bytes) -> None:
     for key, value in doc.items():
         if key in _STEP_KEYS:
             continue
-        v = _number(value)
+        v = json_number(value)
         if v is not None:
             table.add(step, key, v)
 
@@ -96,29 +85,28 @@ def read(path: Path, rel: str) -> RunPart:
     table = Table(rel)
     try:
         with open(path, "rb") as fh:
-            record: list[bytes] = []
+            record: list[bytes] | None = None  # the lines of the open record
             size = 0
-            depth = 0
             for line in bounded_lines(fh, table):
                 stripped = line.strip()
-                if depth == 0:
+                if record is None:
                     if stripped.startswith(b"{"):
-                        record, size, depth = [line], len(line), 1
                         if stripped.rstrip(b",").endswith(b"}"):  # a record on one line
                             _add(table, stripped.rstrip(b","))
-                            depth = 0
+                        else:
+                            record, size = [line], len(line)
                     continue
                 size += len(line)
                 if size > MAX_RECORD_BYTES:
                     table.bad_rows += 1
-                    record, depth = [], 0
+                    record = None
                     continue
                 record.append(line)
                 # LogReport's values are numbers and strings: a line that closes an object
-                # at the record's indentation ends it (nested objects are not written)
+                # ends the record (it writes no nested objects)
                 if stripped in (b"}", b"},"):
                     _add(table, b"".join(record).strip().rstrip(b","))
-                    record, depth = [], 0
+                    record = None
     except OSError as exc:
         from autopsy.model.problem import Problem
 

@@ -51,6 +51,18 @@ def cell_value(text: str) -> float | None:
         return NONFINITE.get(t.lower())
 
 
+def json_number(value: object) -> float | None:
+    """A JSON value as a float: a number (not a bool), or a string :func:`cell_value`
+    reads (``"nan"``, ``"8.725"``: fairseq and mmcv quote theirs); else ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        return cell_value(value)
+    return None
+
+
 def delimiter_of(head: bytes) -> str:
     """``\t`` when the first line has tabs and no commas (a TSV), else ``,``."""
     first = head.split(b"\n", 1)[0]

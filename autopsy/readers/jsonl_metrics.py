@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
-from autopsy.readers.csvtable import MAX_STEP, Table, bounded_lines, cell_value
+from autopsy.readers.csvtable import MAX_STEP, Table, bounded_lines, json_number
 from autopsy.readers.registry import Format
 
 NAME = "jsonl_metrics"
@@ -64,16 +64,6 @@ def sniff(path: Path) -> bool:
     return any(k in data for k in _KEY_HINTS)
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        return cell_value(value)
-    return None
-
-
 class _Steps:
     """Global steps of mmcv's epoch/iter lines."""
 
@@ -85,13 +75,13 @@ class _Steps:
 
     def of(self, doc: dict[str, Any]) -> int | None:
         for key in STEP_KEYS:
-            v = _number(doc.get(key))
+            v = json_number(doc.get(key))
             if v is not None and math.isfinite(v):
                 if abs(v) > MAX_STEP:
                     raise ValueError("step too large")
                 self.last = int(v)
                 return self.last
-        epoch, it = _number(doc.get("epoch")), _number(doc.get("iter"))
+        epoch, it = json_number(doc.get("epoch")), json_number(doc.get("iter"))
         if doc.get("mode") == "val":
             return self.last
         if epoch is None or it is None or not (math.isfinite(epoch) and math.isfinite(it)):
@@ -146,7 +136,7 @@ def _read_lines(fh: BinaryIO, table: Table) -> None:
                 continue
             if key in ("iter", "mode"):
                 continue
-            v = _number(value)
+            v = json_number(value)
             if v is None:
                 continue
             table.add(step, prefix + key, v)

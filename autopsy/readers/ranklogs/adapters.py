@@ -429,7 +429,7 @@ _EVAL_NO_STEP = re.compile(r"(?i)^\W*(?:test|val(?:id(?:ation)?)?|eval(?:uation)
 #: spaces (a line of ``epoch 1`` and thousands of spaces costs linear time, not a blow-up).
 #: A line that starts with a bare counter and a colon (``print("%d: [D loss: %f]" % i)``);
 #: read only when nothing else on the line gives a step.
-_LEAD_COUNT = re.compile(r"^(\d{1,9}): ")
+LEAD_COUNT = re.compile(r"^(\d{1,9}): ")
 _PHASES = r"(?:val|valid|validation|eval|evaluation|test|testing)"
 _MARKERS = r"(?:epoch|iter(?:ation)?|step)"
 _PHASE_BESIDE = re.compile(
@@ -652,7 +652,7 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
                     evaluation = True
             elif ctx.train_step is not None and _EVAL_NO_STEP.match(text):
                 step, evaluation, stateless = ctx.train_step, True, False
-            elif (lead := _LEAD_COUNT.match(text)) is not None:
+            elif (lead := LEAD_COUNT.match(text)) is not None:
                 step = int(lead.group(1))  # "48: [D loss: 7.97 ...]": a loop's counter
             else:
                 return None

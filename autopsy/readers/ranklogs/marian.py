@@ -20,11 +20,10 @@ perplexity): its value is stepped at its own update count.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import TYPE_CHECKING
 
-from autopsy.readers.ranklogs.metrics import MetricLine
+from autopsy.readers.ranklogs.metrics import _NUM, MetricLine, _float
 
 if TYPE_CHECKING:  # pragma: no cover
     from autopsy.readers.ranklogs.adapters import LineContext
@@ -32,22 +31,15 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The literal every train and validation line holds.
 LITERALS: tuple[str, ...] = (" : Up. ",)
 
-_NUM = r"([-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|-?inf))"
 _POS = re.compile(r"\bEp\. (\d+) : Up\. (\d+(?:,\d{3})*) : ")
-_COST = re.compile(r"\bCost " + _NUM)
-_LR = re.compile(r"\bL\.r\. " + _NUM)
-_GNORM = re.compile(r"\bgNorm " + _NUM)
-_VALID = re.compile(r"\[valid\] Ep\. \d+ : Up\. (\d+(?:,\d{3})*) : ([\w.-]+) : " + _NUM)
+_COST = re.compile(r"\bCost (" + _NUM + ")")
+_LR = re.compile(r"\bL\.r\. (" + _NUM + ")")
+_GNORM = re.compile(r"\bgNorm (" + _NUM + ")")
+_VALID = re.compile(r"\[valid\] Ep\. \d+ : Up\. (\d+(?:,\d{3})*) : ([\w.-]+) : (" + _NUM
+                    + ")")
 _VALID_NAMES = {"cross-entropy": "valid_loss", "ce-mean": "valid_loss",
                 "ce-mean-words": "valid_loss", "ce-sum": "valid_loss",
                 "perplexity": "valid_perplexity"}
-
-
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        return math.nan
 
 
 def parse_marian(text: str, ctx: LineContext) -> MetricLine | None:

@@ -22,15 +22,18 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from autopsy.model.aliases import canonical_tag
+from autopsy.readers.ranklogs.metrics import _NUM as NUM
 from autopsy.readers.ranklogs.metrics import MetricLine
 
 if TYPE_CHECKING:  # pragma: no cover
     from autopsy.readers.ranklogs.adapters import LineContext
 
-_NUM = r"(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+)"
+_NUM = "(" + NUM + ")"
 
-#: (pattern, raw tag, canonical family) of a figure followed by its unit; the raw tag keeps
-#: the unit so that the throughput's unit is known. Step times are seconds.
+#: (pattern, raw tag) of a figure followed by its unit; the raw tag keeps the unit so that
+#: the throughput's unit is known (``model.aliases`` maps each to its canonical tag). Step
+#: times are seconds; the first pattern of a tag that matches wins (s/it before sec/batch).
 _INLINE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(_NUM + r"\s?s/it\b"), "step_time"),
     (re.compile(_NUM + r"\s?it/s\b"), "it/s"),
@@ -40,14 +43,9 @@ _INLINE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(_NUM + r"\s?(?:tok|tokens)/s(?:ec)?\b"), "tokens/s"),
     (re.compile(_NUM + r"\s?words/s(?:ec)?\b"), "words/s"),
 )
-#: The canonical tag each raw tag above becomes (``model.aliases`` maps them the same way).
-_TIME_TAGS = frozenset({"step_time"})
-#: Keys of a parsed line that already give its pace: the rates in the text add nothing.
-_PACE_KEYS = frozenset({"step_time", "time", "iter_time", "batch_time", "throughput",
-                        "it/s", "iter/s", "samples/sec", "samples_per_second", "speed",
-                        "wps", "tokens_per_second", "tokens_per_sec", "ips", "images/sec",
-                        "img/s", "examples/sec", "tokens/s", "words/s", "epoch_time",
-                        "batch_cost", "step_time_ms", "elapsed time per iteration (ms)"})
+#: Canonical tags of a parsed line's keys that already give its pace: the rates written in
+#: the text add nothing then.
+_PACE_TAGS = frozenset({"step_time", "step_time_ms", "throughput"})
 
 #: Literals of the lines :func:`parse_rate_line` reads (also the scanner's markers).
 LITERALS: tuple[str, ...] = ("global_step/sec: ", "examples/sec: ", "CurrSamplesPerSec=")
@@ -61,29 +59,21 @@ def inline_rates(text: str) -> list[tuple[str, float]]:
     a tqdm line holds every redraw of its bar)."""
     if "/s" not in text and "sec/" not in text and "s/it" not in text:
         return []
-    out: list[tuple[str, float]] = []
+    out: dict[str, float] = {}
     for pattern, tag in _INLINE:
+        if tag in out:
+            continue
         found = pattern.findall(text)
         if found and float(found[-1]) > 0:  # Caffe's first "-1.02432e-37 iter/s": no pace
-            out.append((tag, float(found[-1])))
-    return out
+            out[tag] = float(found[-1])
+    return list(out.items())
 
 
 def add_rates(text: str, got: MetricLine) -> None:
     """Add the pace figures of ``text`` to ``got`` unless it already holds its pace."""
-    if any(k in _PACE_KEYS for k, _ in got.values):
+    if any(canonical_tag(k) in _PACE_TAGS for k, _ in got.values):
         return
-    rates = inline_rates(text)
-    if not rates:
-        return
-    # one step time at most (the first unit found: s/it before sec/batch)
-    seen_time = False
-    for tag, value in rates:
-        if tag in _TIME_TAGS:
-            if seen_time:
-                continue
-            seen_time = True
-        got.values.append((tag, value))
+    got.values.extend(inline_rates(text))
 
 
 def parse_rate_line(text: str, ctx: LineContext) -> MetricLine | None:

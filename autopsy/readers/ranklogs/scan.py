@@ -24,7 +24,7 @@ from autopsy.model.problem import Problem
 from autopsy.readers.progress import report
 from autopsy.readers.ranklogs import events as ev
 from autopsy.readers.ranklogs import markers as markers_mod
-from autopsy.readers.ranklogs.adapters import LineContext, flush_keras
+from autopsy.readers.ranklogs.adapters import LEAD_COUNT, LineContext, flush_keras
 from autopsy.readers.ranklogs.budget import max_points, thin_columns
 from autopsy.readers.ranklogs.fastpath import Found, block_hits, marker_offsets
 from autopsy.readers.ranklogs.layout import PathInfo, inline_rank, path_info, split_prefix
@@ -69,9 +69,6 @@ LAST_EVENTS = 8
 #: Overflow-skip lines this close (in lines) to the previous one of their rank, and holding
 #: other details, are the same skip (DeepSpeed writes a skip on three consecutive lines).
 OVERFLOW_MERGE_LINES = 3
-#: A line starting with a bare number and a colon (srun --label's rank prefix, or a loop's
-#: iteration counter: ``48: [D loss: 7.97, acc: 0.50]``).
-_BARE_COUNT = re.compile(r"^\d{1,9}: ")
 _MSG_STEP = re.compile(r"\b(?:step|iteration|iter)[ :=#]+(\d+)", re.IGNORECASE)
 _ERROR_JSON_MAX = 16 << 20
 
@@ -956,27 +953,29 @@ def _close_events(st: _State) -> None:
             kind="events_capped", count=sum(dropped.values())))
 
 
+def _context(st: _State, rank: int | None, line: int) -> LineContext:
+    """The adapters' memory for ``rank`` in this file (made on first use), at ``line``."""
+    ctx = st.contexts.get(rank)
+    if ctx is None:
+        ctx = st.contexts[rank] = LineContext()
+    ctx.line = line
+    return ctx
+
+
 def _metrics_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) -> None:
     text = clean(raw)
     if "logging_steps" in text and st.logging_steps is None:
         st.logging_steps = logging_steps(text)
     pre = split_prefix(text)
     rank = _rank_of(pre.rank, pre.rest, st)
-    ctx = st.contexts.get(rank)
-    if ctx is None:
-        ctx = st.contexts[rank] = LineContext()
-    ctx.line = line
+    ctx = _context(st, rank, line)
     try:
         got = parse_metrics(pre.rest, ctx)
-        if got is None and pre.rank is not None and _BARE_COUNT.match(text):
+        if got is None and pre.rank is not None and LEAD_COUNT.match(text):
             # "48: [D loss: 7.97, acc: 0.50]": not srun's rank label when the rest has no
             # step of its own; the number counts the iterations (a training loop's print)
             rank = st.info.rank
-            ctx = st.contexts.get(rank)
-            if ctx is None:
-                ctx = st.contexts[rank] = LineContext()
-            ctx.line = line
-            got = parse_metrics(text, ctx)
+            got = parse_metrics(text, _context(st, rank, line))
     except ValueError:  # a step of thousands of digits (int() refuses it): the line only
         st.bad_steps += 1
         return
