@@ -186,3 +186,65 @@ def test_near_miss_a_lucky_minimum_then_a_flat_plateau_passes() -> None:
     evals = [0.087, 0.07, 0.06, 0.0487, *(0.053 + rng.uniform(-0.004, 0.004, 20))]
     train = [0.21, 0.12, 0.08, 0.06, *np.linspace(0.055, 0.04, 20)]
     assert _ovf001(_epochs(evals, train)) == []
+
+
+def test_fires_on_a_noisy_eval_loss_whose_running_median_rises() -> None:
+    # a published Keras CSVLogger file (public corpus, dev half): val_loss jumps 20-40%
+    # from epoch to epoch, is lowest at epoch 18 (0.291) and its median of five evals climbs
+    # from ~0.33 to ~0.42 while the train loss falls from 0.13 to 0.05-0.09
+    run = autopsy.load_run(public_run(
+        "keras_csv_tomato_leaf_cnn_val_loss_noisy_rise_after_epoch18_overfitting"))
+    (f,) = _ovf001(run)
+    assert f.step == 18 and f.cause == "overfitting"
+    running = next(e for e in f.evidence if e.summary.startswith("running median"))
+    assert running.numbers["rise"] >= 0.1 and running.numbers["window"] == 5
+
+
+def test_fires_on_a_noisy_synthetic_rise_and_passes_on_a_converged_noisy_floor() -> None:
+    """The same eval-to-eval noise (+-15%) around a level that rises by a third while the
+    train loss falls fifteenfold, and around a flat level while the train loss creeps down by
+    a tenth (a converged run): the first overfits, the second wanders."""
+    rng = np.random.default_rng(7)
+    noise = 1 + rng.uniform(-0.15, 0.15, 30)
+    rising = np.r_[np.linspace(1.0, 0.6, 10), np.linspace(0.6, 0.8, 20)] * noise
+    (f,) = _ovf001(_epochs(list(rising), list(np.geomspace(1.5, 0.1, 30))))
+    assert 7 <= f.step <= 14
+    flat = np.r_[np.linspace(1.0, 0.6, 10), np.full(20, 0.6)] * noise
+    creeping = np.r_[np.geomspace(1.5, 0.5, 10), np.linspace(0.5, 0.45, 20)]
+    assert _ovf001(_epochs(list(flat), list(creeping))) == []
+
+
+# an eval loss that falls to ~0.05, then wanders up to ~0.07 (running median +30%) while its
+# last eval is back near its minimum: the first reading does not fire (the last eval is not
+# 10% above the minimum), and with the second (stale) reading switched off only the running
+# median sees the rise
+_WANDER = [*np.linspace(0.5, 0.06, 10), 0.05, 0.048, 0.055, 0.05, 0.052, 0.058, 0.06, 0.054,
+           0.062, 0.064, 0.058, 0.066, 0.068, 0.06, 0.07, 0.072, 0.065, 0.07, 0.074, 0.052]
+_NO_STALE = autopsy.load_settings(sets=["OVF001.stale_evals=1000"])
+
+
+def _smoothed_only(train: list[float]) -> list[Finding]:
+    found = diagnose(_epochs(_WANDER, train), _NO_STALE).findings
+    return [f for f in found if f.code == "OVF001"]
+
+
+def test_fires_on_a_running_median_rise_once_a_generalisation_gap_opens() -> None:
+    train = list(np.r_[np.geomspace(1.0, 0.05, 10), np.linspace(0.048, 0.035, 20)])
+    (f,) = _smoothed_only(train)
+    assert 11 <= f.step <= 14
+    running = next(e for e in f.evidence if e.summary.startswith("running median"))
+    assert running.numbers["rise"] >= 0.1
+
+
+def test_near_miss_a_running_median_rise_below_the_train_loss_passes() -> None:
+    """The same eval curve beside a train loss above it (dropout and augmentation at training
+    time): no generalisation gap opened, not overfitting."""
+    train = list(np.r_[np.geomspace(1.0, 0.1, 10), np.linspace(0.1, 0.075, 20)])
+    assert _smoothed_only(train) == []
+
+
+def test_near_miss_a_running_median_rise_beside_a_converged_train_loss_passes() -> None:
+    """The same eval curve beside a train loss that creeps down by a tenth: a converged run
+    whose eval loss wanders, not one that keeps fitting its training set."""
+    train = list(np.r_[np.geomspace(1.0, 0.045, 10), np.linspace(0.045, 0.04, 20)])
+    assert _smoothed_only(train) == []

@@ -52,6 +52,13 @@ def eval_loss_rising(run: Run, ctx: RuleContext) -> Finding | None:
         the end (the noisy-floor guard above still applies): early stopping's "no
         improvement for its patience", with the eval loss drifting away.
 
+        And, for an eval loss too noisy for either reading, when its running median over
+        ``smooth_window`` evals rises: the median of the last ``smooth_window`` evals at
+        least ``rel_rise`` above the lowest running median (the two windows apart), while the
+        training loss fell by ``stale_train_drop`` from there to the end and the gap
+        eval - train, positive at the end, widened. The step is then the lowest eval
+        inside the lowest window.
+
     Why it happens:
         The model has more capacity than the training data can constrain: too
         few examples, too many epochs over them, noisy labels it learns by heart,
@@ -88,7 +95,7 @@ def eval_loss_rising(run: Run, ctx: RuleContext) -> Finding | None:
     if last < bar or (above < ctx["min_rising_evals"] and not steady):
         stale = _stale(values, best_i, ctx)
         if not stale:
-            return None
+            return _smoothed(run, evals, ctx)
     # ...and a rise, not the wander of a noisy floor whose minimum was its luckiest eval:
     # the evals after the minimum sit above those before it (as many as after), unless
     # the eval loss was clearly falling into its minimum (then those are the descent)
@@ -104,15 +111,25 @@ def eval_loss_rising(run: Run, ctx: RuleContext) -> Finding | None:
     trend = theil_sen(evals.iloc[best_i + 1:], log=best > 0) if len(after) > 3 else None
     rising = trend is not None and trend.low > 0
     if len(before) > ctx["min_rising_evals"] and not (falling or above_floor or rising):
-        return None
+        return _smoothed(run, evals, ctx)
     if stale and not rising:
-        return None  # a stale eval loss that does not drift up is a plateau: converged
+        return _smoothed(run, evals, ctx)  # a stale eval loss not drifting up is a plateau
     train_best, train_end = _train_levels(run, best_step, int(ctx["train_points"]))
     if train_best is not None and train_end is not None and train_end >= train_best:
         return None  # train loss rising too: divergence, not overfitting
     if stale and (train_best is None or train_end is None or train_best <= 0
                   or (train_best - train_end) / train_best < ctx["stale_train_drop"]):
-        return None  # a stale eval loss is overfitting only beside a training loss still falling
+        return _smoothed(run, evals, ctx)  # stale is overfitting only beside a falling train loss
+    return _overfits(run, ctx, evals, best_i, above, bar, train_best, train_end)
+
+
+def _overfits(run: Run, ctx: RuleContext, evals: pd.Series, best_i: int, above: int,
+              bar: float, train_best: float | None, train_end: float | None,
+              smoothed: Evidence | None = None) -> Finding:
+    """The finding: the eval loss best at ``best_i`` and higher at the end, with the train loss
+    at the best step and at the end, the checkpoint to keep and the weight decay."""
+    values, steps = evals.to_numpy(dtype=float), evals.index.to_numpy()
+    best, best_step, last = float(values[best_i]), int(steps[best_i]), float(values[-1])
 
     last_step = int(steps[-1])
     rise = (last - best) / abs(best) if best else float("inf")
@@ -126,6 +143,8 @@ def eval_loss_rising(run: Run, ctx: RuleContext) -> Finding | None:
         numbers={"best": best, "best_step": best_step, "last": last, "rise": rise,
                  "evals_above": above},
     )]
+    if smoothed is not None:
+        evidence.append(smoothed)
     gap = None
     if train_best is not None and train_end is not None:
         gap = last - train_end
@@ -157,6 +176,47 @@ def eval_loss_rising(run: Run, ctx: RuleContext) -> Finding | None:
         step=best_step, evidence=evidence,
         advice=_advice(run, best_step, best, keep, wd.value if wd else None),
     )
+
+
+def _smoothed(run: Run, evals: pd.Series, ctx: RuleContext) -> Finding | None:
+    """The third reading, for a noisy eval loss: its running median (``smooth_window`` evals,
+    centred) at its lowest, and the median of the last ``smooth_window`` evals (a window
+    disjoint from the lowest one) at least ``rel_rise`` above it, out of at least twice
+    ``smooth_window`` evals; while the training loss fell by ``stale_train_drop`` from there
+    to the end and the generalisation gap (eval - train) is positive at the end and wider
+    than at the low. A
+    noisy floor has a running median that stays level; a real rise lifts it. The step is the
+    lowest eval inside the lowest window."""
+    w = int(ctx["smooth_window"])
+    values, steps = evals.to_numpy(dtype=float), evals.index.to_numpy()
+    n, h = len(values), w // 2
+    if w < 2 or n < 2 * w:
+        return None
+    running = np.array([np.median(values[max(0, i - h):i + h + 1]) for i in range(n - h)])
+    low_i = int(np.argmin(running))
+    low, end = float(running[low_i]), float(np.median(values[-w:]))
+    if low <= 0 or low_i + h >= n - w or end < low * (1 + ctx["rel_rise"]):
+        return None
+    window = slice(max(0, low_i - h), low_i + h + 1)
+    best_i = max(0, low_i - h) + int(np.argmin(values[window]))
+    train_low, train_end = _train_levels(run, int(steps[low_i]), int(ctx["train_points"]))
+    if (train_low is None or train_end is None or train_low <= 0
+            or (train_low - train_end) / train_low < ctx["stale_train_drop"]):
+        return None  # the train loss not logged or barely falling: a converged run's wander
+    if end <= train_end or end - train_end <= low - train_low:
+        return None  # eval not above train at the end, or the gap did not widen
+    rise = (end - low) / low
+    evidence = Evidence(
+        summary=f"running median of {w} evals: {low:.4g} around step {int(steps[low_i])}, "
+                f"{end:.4g} over the last {w} ({rise:+.0%}); gap eval - train "
+                f"{low - train_low:.4g} -> {end - train_end:.4g}",
+        tag="eval_loss", steps=(int(steps[low_i]), int(steps[-1])),
+        numbers={"running_low": low, "running_end": end, "rise": rise, "window": w},
+    )
+    bar = float(values[best_i]) * (1 + ctx["rel_rise"])
+    above = int((values[best_i + 1:] >= bar).sum())
+    train_best, _ = _train_levels(run, int(steps[best_i]), int(ctx["train_points"]))
+    return _overfits(run, ctx, evals, best_i, above, bar, train_best, train_end, evidence)
 
 
 def _stale(values: np.ndarray, best_i: int, ctx: RuleContext) -> bool:

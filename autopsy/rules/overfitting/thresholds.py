@@ -55,6 +55,16 @@ OVF001.update({
         "not follow; a training loss that barely moves is a converged run, not overfitting.")),
 })
 
+#: OVF001's third reading: a noisy eval loss whose running median rises.
+OVF001.update({
+    "smooth_window": Threshold(5, (
+        "The running median is taken over 5 evals (and the rule needs twice as many): the "
+        "median of 5 ignores two outliers on either side, the eval-to-eval wander of small "
+        "validation sets (Keras and YOLO curves jump 10-40% from one epoch to the next) while "
+        "still following a rise that lasts a handful of epochs. The lowest window and the "
+        "last one must not overlap, and the last must be rel_rise above the lowest.")),
+})
+
 #: OVF002 eval-accuracy-falling.
 OVF002: dict[str, Threshold] = {
     "min_evals": Threshold(3, (
