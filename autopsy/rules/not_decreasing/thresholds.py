@@ -123,3 +123,21 @@ FLAT007: dict[str, Threshold] = {
         "above the first third's: a model that learns gains several points of accuracy over "
         "a run; one at chance wanders by about a point.")),
 }
+
+#: FLAT008 accuracy-zero (its own test, not the flat-loss analysis above).
+FLAT008: dict[str, Threshold] = {
+    "min_points": Threshold(5, (
+        "At least 5 logged accuracies, every one 0: a model at the start of training scores 0 "
+        "for a few batches, but one that learned anything (the most frequent class or token) "
+        "gets some predictions right within a few logging intervals; 5 zeros in a row is "
+        "as many as FLAT007 asks of an accuracy at chance.")),
+    "zero_accuracy": Threshold(1e-9, (
+        "An accuracy at or below 1e-9 is 0: printed accuracies carry at most 6-8 digits, and "
+        "one right prediction in a batch of a few hundred is above 1e-3.")),
+    "max_loss_drop": Threshold(0.1, (
+        "The loss, when logged, fell by at most 10% from the median of its first third to "
+        "that of its last: an accuracy stuck at 0 beside a loss that falls is a metric that "
+        "does not fit the task (Keras 'accuracy' on a regression reads 0 throughout), not a "
+        "model that does not learn. 10% is FLAT's max_initial_drop: the same figure says "
+        "'the loss did not move'.")),
+}
