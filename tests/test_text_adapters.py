@@ -543,6 +543,34 @@ def test_metric_logger_data_is_the_data_wait(tmp_path: Path) -> None:
     assert _same(_series(s, "step_time"), [(20, 0.7022)])
 
 
+def test_imagenet_example_average_meters(tmp_path: Path) -> None:
+    """pytorch/examples imagenet/main.py's ProgressMeter joins ``Epoch: [e][ b/N]`` and its
+    AverageMeters with tabs, each ``name val (avg)`` with the widths of its format
+    (``Time  0.254 ( 0.580)``, ``Loss 6.9077e+00 (6.9093e+00)``, ``Acc@1   0.00 (  0.20)``):
+    the current values are read, ``Data`` as the data wait and ``Acc@1`` as the accuracy."""
+    s = _read(tmp_path, (
+        "Epoch: [0][   0/5005]\tTime 12.345 (12.345)\tData  9.876 ( 9.876)\tLoss 6.9342e+00 "
+        "(6.9342e+00)\tAcc@1   0.00 (  0.00)\tAcc@5   0.39 (  0.39)\n"
+        "Epoch: [0][  10/5005]\tTime  0.254 ( 1.580)\tData  0.000 ( 0.964)\tLoss 6.9077e+00 "
+        "(6.9093e+00)\tAcc@1   0.39 (  0.20)\tAcc@5   0.78 (  0.78)\n"))
+    assert _same(_series(s, "data_time"), [(0, 9.876), (10, 0.0)])
+    assert _same(_series(s, "step_time"), [(0, 12.345), (10, 0.254)])
+    assert _same(_series(s, "loss"), [(0, 6.9342), (10, 6.9077)])
+    assert _same(_series(s, "accuracy"), [(0, 0.0), (10, 0.39)])
+
+
+def test_average_meters_with_a_seconds_unit(tmp_path: Path) -> None:
+    """HRNet-style trainers (YOLOP#128) print ``Time 7.420s (7.420s)  Speed 6.5 samples/s
+    Data 5.233s (5.233s)  Loss 0.40308 (0.40308)``: the ``s`` is the unit, not a key."""
+    s = _read(tmp_path, (
+        "Epoch: [5][0/808]       Time 7.420s (7.420s)    Speed 6.5 samples/s     Data 5.233s "
+        "(5.233s)    Loss 0.40308 (0.40308)\n"
+        "Epoch: [5][20/808]      Time 113.373s (60.213s) Speed 0.4 samples/s     Data 111.287s "
+        "(58.143s) Loss 0.43158 (0.41728)\n"))
+    assert _same(_series(s, "step_time"), [(4040, 7.42), (4060, 113.373)])
+    assert _same(_series(s, "data_time"), [(4040, 5.233), (4060, 111.287)])
+
+
 def test_lasagne_mnist_epoch_blocks(tmp_path: Path) -> None:
     """Lasagne's examples/mnist.py (copied into many repositories) prints ``Epoch {} of {}
     took {:.3f}s`` then ``  training loss:\\t\\t{:.6f}``, ``  validation loss:\\t\\t{:.6f}``

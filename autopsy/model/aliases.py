@@ -113,6 +113,7 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
                       "validation accuracy", "validation_accuracy",
                       "validation/main/accuracy"),  # Chainer's Evaluator
     "accuracy": ("accuracy", "train/accuracy", "train_acc", "acc",
+                 "acc@1",  # the PyTorch ImageNet example's AverageMeter (top-1, in percent)
                  "main/accuracy"),  # Chainer's LogReport
     "perplexity": ("perplexity", "ppl", "train/perplexity", "train/ppl"),
     "eval_perplexity": ("eval_perplexity", "eval/perplexity", "val_ppl", "eval/ppl", "valid_ppl",

@@ -59,7 +59,10 @@ _VALUE = r"(" + _NUM + r")"
 _COLON_PAIR = re.compile(r"(?<![\w/.(-])([A-Za-z_][\w/.@-]*?)\s*:\s+" + _VALUE
                          + r"(?:\s*(?:[KMGT]i?B|[KMGT]|%|ms|s))?(?=[\s,;`|()\]]|$)")
 #: ``key value`` pairs of generic lines (``train_loss 0.45 acc 0.9``), metric words only.
-_SPACE_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z_][\w/.-]*)\s+" + _VALUE + r"(?=[\s,;`|)\]]|$)")
+#: A value may carry a seconds unit (``Time 7.420s (7.420s)``, the AverageMeter lines of
+#: the PyTorch ImageNet example and its descendants) and a key an ``@k`` (``Acc@1``).
+_SPACE_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z_][\w/.@-]*)\s+" + _VALUE
+                         + r"s?(?=[\s,;`|)\]]|$)")
 #: ``key=value`` and ``key = value`` pairs (tqdm postfixes, TF, fairseq, generic).
 _EQ_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z_][\w/.@-]*)\s?=\s?" + _VALUE
                       + r"(?=[\s,;`|)\]]|$)")
@@ -98,6 +101,10 @@ METRIC_WORDS = ("loss", "lr", "learning_rate", "learningrate", "grad", "norm", "
                 "acc", "ppl", "perplexity", "tps", "throughput", "mem", "mfu", "flops", "per_sec",
                 "/s", "samples", "tokens", "map", "top1", "top5", "f1", "bleu", "entropy", "nll",
                 "xent", "speed", "prec", "smoothl1")
+
+#: Keys kept only when they are the whole key: ``Data 0.001 (0.264)`` (an AverageMeter's data
+#: wait) and ``data: 0.43`` (torchvision's MetricLogger), too common as a part of other words.
+EXACT_METRIC_KEYS = frozenset({"data"})
 
 
 @dataclass
@@ -668,7 +675,7 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
             key = "_".join(m.group(1).split())
             low = key.lower()
             if (m.start(2) in taken or low in keys or low in SKIPPED_KEYS
-                    or not any(w in low for w in METRIC_WORDS)):
+                    or not (low in EXACT_METRIC_KEYS or any(w in low for w in METRIC_WORDS))):
                 continue
             taken.add(m.start(2))
             keys.add(low)
