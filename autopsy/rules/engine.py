@@ -104,7 +104,11 @@ def pick_verdict(findings: list[Finding], skipped: list[Skipped], run: Run) -> V
         return Verdict.from_finding(rank(costs)[0])
     if run.scalars.empty:
         return Verdict.unknown("the run has no scalar series (loss, grad_norm, ...) to judge")
-    reasons = [f"{s.code} {s.reason}" for s in skipped if s.reason != "not selected"][:3]
+    # the health rules' own reasons when they gave one (why the run could not be vouched
+    # for), else what the other rules lacked
+    skips = [s for s in skipped if s.reason != "not selected"]
+    skips = [s for s in skips if s.code.startswith("HLT")] or skips
+    reasons = [f"{s.code} {s.reason}" for s in skips][:3]
     why = "; ".join(reasons) if reasons else "no rule could vouch for the run's health"
     return Verdict.unknown(f"no failure found, but the run lacks the signals to call it "
                            f"healthy ({why})")

@@ -270,3 +270,16 @@ def test_a_slow_warning_is_the_verdict_only_when_nothing_else_decides() -> None:
     assert verdict(stalls)[1] is Family.UNKNOWN  # a few percent: a note, not a verdict
     failure = _finding("FLAT005", Severity.ERROR, None, family=Family.NOT_DECREASING)
     assert verdict(slow, failure) == ("FLAT005", Family.NOT_DECREASING)
+
+
+def test_unknown_says_why_the_health_rule_could_not_vouch() -> None:
+    """A two-point loss: the verdict is unknown and names the health rule's reason (too few
+    points), not the config the configuration rules lacked."""
+    from runs import synthetic_run
+
+    from autopsy.api import diagnose
+
+    d = diagnose(synthetic_run({"loss": [2.3, 1.9]}))
+    assert d.verdict.family is Family.UNKNOWN
+    assert "HLT001 the loss has 2 point(s)" in d.verdict.message
+    assert "CFG" not in d.verdict.message

@@ -112,15 +112,21 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
             went_on_past(run, int(step) + 1, None if rank < 0 else int(rank)) is None
             for rank, step in latest.items()
         ):
-            return None  # the logs say something failed and the run did not go on past it
+            # the logs say something failed and the run did not go on past it
+            raise ctx.skip("a log reports a failure the run did not go on past")
     tag, loss, top = _curve(run)
     values = loss.to_numpy(dtype=float)
-    if len(values) < ctx["min_points"] or not np.isfinite(values).all():
-        return None
+    name = tag.replace("_", " ")
+    if len(values) < ctx["min_points"]:
+        raise ctx.skip(f"the {name} has {len(values)} point(s); a fall needs "
+                       f"{ctx['min_points']} (min_points)")
+    if not np.isfinite(values).all():
+        raise ctx.skip(f"the {name} is not finite throughout")
     grad = run.series("grad_norm").to_numpy(dtype=float)
     bad_grads = int((~np.isfinite(grad)).sum())
     if bad_grads > ctx["max_overflow_skips"]:
-        return None
+        raise ctx.skip(f"{bad_grads} non-finite grad norms, more than a loss-scale search "
+                       f"skips (max_overflow_skips {ctx['max_overflow_skips']})")
     quarter = max(1, len(values) // 4)
     start = float(np.median(values[:quarter]))
     end = float(np.median(values[-quarter:]))
@@ -132,17 +138,18 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
         trend = theil_sen(loss) if values.min() > 0 else None
         if (trend is None or not trend.high < 0 or not trend.end > 0
                 or -trend.rel_change < ctx["min_drop"]):
-            return None
+            raise ctx.skip(f"the {name} did not clearly fall ({start:.4g} -> {end:.4g} over "
+                           f"{len(values)} points; min_drop {ctx['min_drop']:.0%})")
         start, end, how = trend.start, trend.end, " (Theil-Sen line, slope < 0 at 95%)"
     # the fall must hold at the end: a loss whose last quarter is far above its best
     # stretch turned back up (the start of a divergence), whatever it fell from first
     best = min(float(np.median(part)) for part in np.array_split(values, 4) if part.size)
     if best > 0 and float(np.median(values[-quarter:])) > best * (1 + ctx["max_end_rise"]):
-        return None
+        raise ctx.skip(f"the {name} ends more than {ctx['max_end_rise']:.0%} above its best "
+                       "stretch (max_end_rise)")
     steps = loss.index.to_numpy()
     first, last = int(steps[0]), int(steps[-1])
     drop = (start - end) / start
-    name = tag.replace("_", " ")
     moved = f"fell from {start:.4g} to {end:.4g}"
     if top:  # an accuracy, judged on its error; said as the accuracy
         moved = f"rose from {top - start:.4g} to {top - end:.4g} (its error fell"
