@@ -571,6 +571,31 @@ def test_average_meters_with_a_seconds_unit(tmp_path: Path) -> None:
     assert _same(_series(s, "data_time"), [(4040, 5.233), (4060, 111.287)])
 
 
+def test_gluonnlp_finetune_evaluation_blocks(tmp_path: Path) -> None:
+    """GluonNLP's finetune_classifier.py: training lines ``[Epoch e Batch b/n] loss=..``, then
+    an evaluation opened by ``Now we are doing evaluation on dev``, its ``[Batch b/n] loss=``
+    lines (means over log_interval batches, no epoch) and ``validation metrics:``: one eval
+    point at the last training step, its loss the mean of the batch lines; the batch lines
+    never join the training loss."""
+    s = _read(tmp_path, (
+        "INFO:root:06:32:09 [Epoch 1 Batch 70/82] loss=0.6687, lr=0.0000182, "
+        "metrics:accuracy:0.5596\n"
+        "INFO:root:06:32:11 [Epoch 1 Batch 80/82] loss=0.6469, lr=0.0000177, "
+        "metrics:accuracy:0.5674\n"
+        "INFO:root:06:32:11 Now we are doing evaluation on dev with gpu(0).\n"
+        "INFO:root:06:32:12 [Batch 10/35] loss=0.6475, metrics:accuracy:0.6500\n"
+        "INFO:root:06:32:12 [Batch 20/35] loss=0.6186, metrics:accuracy:0.6562\n"
+        "INFO:root:06:32:12 validation metrics:accuracy:0.6534\n"
+        "INFO:root:06:32:12 Time cost=1.02s, throughput=275.49 samples/s\n"
+        "INFO:root:06:32:16 [Epoch 2 Batch 10/82] loss=0.5561, lr=0.0000172, "
+        "metrics:accuracy:0.7250\n"), name="finetune.log")
+    assert _same(_series(s, "loss"), [(70, 0.6687), (80, 0.6469), (92, 0.5561)])
+    assert _same(_series(s, "eval_loss"), [(80, (0.6475 + 0.6186) / 2)])
+    assert _same(_series(s, "eval_accuracy"), [(80, 0.6534)])
+    assert _same(_series(s, "accuracy"), [(70, 0.5596), (80, 0.5674), (92, 0.725)])
+    assert _same(_series(s, "learning_rate"), [(70, 1.82e-05), (80, 1.77e-05), (92, 1.72e-05)])
+
+
 def test_lasagne_mnist_epoch_blocks(tmp_path: Path) -> None:
     """Lasagne's examples/mnist.py (copied into many repositories) prints ``Epoch {} of {}
     took {:.3f}s`` then ``  training loss:\\t\\t{:.6f}``, ``  validation loss:\\t\\t{:.6f}``

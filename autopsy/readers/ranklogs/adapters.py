@@ -42,6 +42,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from autopsy.readers.ranklogs.gluonnlp import LITERALS as GLUONNLP_LITERALS
+from autopsy.readers.ranklogs.gluonnlp import parse_gluonnlp
 from autopsy.readers.ranklogs.lerobot import LITERALS as LEROBOT_LITERALS
 from autopsy.readers.ranklogs.lerobot import parse_lerobot
 from autopsy.readers.ranklogs.marian import LITERALS as MARIAN_LITERALS
@@ -141,6 +143,10 @@ class LineContext:
     #: printed non-finite (see :func:`parse_mxnet`)
     mx_finite: set[str] = field(default_factory=set)
     mx_bad: set[str] = field(default_factory=set)
+    #: GluonNLP: the batch losses of the evaluation being printed (None outside one), and
+    #: the number of the first epoch (0 or 1; None until a training line was seen)
+    gluon_eval: list[float] | None = None
+    gluon_base: int | None = None
 
 
 def _float(text: str) -> float:
@@ -843,6 +849,7 @@ ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (('{"',), parse_json_line), (("Epoch[", "Iter[", "Iteration["), parse_mxnet),
     (PADDLE_LITERALS, parse_paddle),
     (LEROBOT_LITERALS, parse_lerobot), (VITS_LITERALS, parse_vits),
+    (GLUONNLP_LITERALS, parse_gluonnlp),
     (("<epoch:", "[epoch:"), parse_basicsr),
     (("Epoch", "Iter"), parse_mmengine), (("iter:",), parse_detectron2),
     (("step:",), parse_torchtitan), (("iteration:",), parse_nanotron),

@@ -82,6 +82,9 @@ METRIC_MARKERS: tuple[bytes, ...] = (
     # a pace on a line of its own: TF Estimator's ``global_step/sec: 11.4`` and
     # ``examples/sec: 68.9``, DeepSpeed's throughput timer ``..., CurrSamplesPerSec=25.7``
     b"global_step/sec: ", b"examples/sec: ", b"CurrSamplesPerSec=",
+    # GluonNLP fine-tuning: an evaluation's opening and closing lines (its batch lines and
+    # the training lines hold "loss")
+    b"Now we are doing evaluation on", b"validation metrics:",
     b" : Up. ",  # Marian ``Ep. 1 : Up. 1000 : Sen. 81308 : Cost 84.54 : ...`` and [valid]
 )
 
