@@ -113,7 +113,9 @@ def test_tf_and_caffe(tmp_path: Path) -> None:
     caffe = _read(tmp_path, (
         "I0101 12:00:00.000 1234 solver.cpp:218] Iteration 100 (2.3 iter/s, 4.3s/100 iters), "
         "loss = 0.123\n"
-        "I0101 12:00:00.000 1234 solver.cpp:237]     Train net output #0: loss = 0.123 "
+        "I0101 12:00:00.000 1234 solver.cpp:237]     Train net output #0: accuracy = "
+        "0.0078125\n"
+        "I0101 12:00:00.000 1234 solver.cpp:237]     Train net output #1: loss = 0.123 "
         "(* 1 = 0.123 loss)\n"
         "I0101 12:00:00.000 1234 sgd_solver.cpp:105] Iteration 100, lr = 0.01\n"
         "I0101 12:00:10.000 1234 solver.cpp:330] Iteration 500, Testing net (#0)\n"
@@ -123,6 +125,8 @@ def test_tf_and_caffe(tmp_path: Path) -> None:
     assert _same(_series(caffe, "loss"), [(100, 0.123)])
     assert _same(_series(caffe, "learning_rate"), [(100, 0.01)])
     assert _same(_series(caffe, "eval_loss"), [(500, 0.09)])
+    assert _same(_series(caffe, "accuracy"), [(100, 0.0078125)])  # the train net's output
+    assert _same(_series(caffe, "test_accuracy"), [(500, 0.97)])
 
 
 def test_keras_progress_and_tutorial_epoch_blocks(tmp_path: Path) -> None:

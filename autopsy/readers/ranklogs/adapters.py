@@ -265,7 +265,9 @@ def parse_tf(text: str, ctx: LineContext) -> MetricLine | None:
 
 
 def parse_caffe(text: str, ctx: LineContext) -> MetricLine | None:
-    """Caffe solver lines: ``Iteration N ..., loss = X``, ``Iteration N, lr = X``, outputs."""
+    """Caffe solver lines: ``Iteration N ..., loss = X``, ``Iteration N, lr = X``, the test
+    net's outputs (``test_`` keys) and the train net's outputs other than its losses
+    (``Train net output #0: accuracy = 0.0078125``), at the last ``Iteration N``."""
     it = _CAFFE_ITER.search(text)
     if it is not None:
         step = int(it.group(1))
@@ -278,6 +280,11 @@ def parse_caffe(text: str, ctx: LineContext) -> MetricLine | None:
     if t:
         return MetricLine("caffe_eval", ctx.caffe_step, [(f"test_{t.group(1)}",
                                                           _float(t.group(2)))])
+    r = _CAFFE_TRAIN.search(text)
+    if r and "loss" not in r.group(1).lower():
+        # the training batch's other outputs (accuracy); its losses are the iteration line's
+        return MetricLine("caffe", ctx.caffe_step, [(r.group(1), _float(r.group(2)))],
+                          stateless=False)
     return None
 
 
@@ -853,7 +860,8 @@ ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("<epoch:", "[epoch:"), parse_basicsr),
     (("Epoch", "Iter"), parse_mmengine), (("iter:",), parse_detectron2),
     (("step:",), parse_torchtitan), (("iteration:",), parse_nanotron),
-    (("steps:",), parse_deepspeed_pipe), (("Iteration", "Test net output"), parse_caffe),
+    (("steps:",), parse_deepspeed_pipe),
+    (("Iteration", "Test net output", "Train net output"), parse_caffe),
     (("step",), parse_tf), (("%|",), parse_bar), ((" - ",), parse_keras_batches),
     (("Validation perplexity: ", "Validation accuracy: "), parse_opennmt_valid),
     (("batches |", "end of epoch", "End of training"), parse_word_lm),
