@@ -218,3 +218,31 @@ SLOW006: dict[str, Threshold] = {
         "beyond any routine pause.")),
     **SKIP_FIRST,
 }
+
+#: SLOW007 slow-stretch.
+SLOW007: dict[str, Threshold] = {
+    "ratio": Threshold(3.0, (
+        "A logged point is slow when its step took at least 3 times the run's best sustained "
+        "pace (the same factor as the stall search's ratio): a host or input pipeline that "
+        "runs the same model and batches three times slower for a while has lost two thirds "
+        "of that time, far beyond the batch-to-batch spread of a healthy loop (10-30%).")),
+    "window": Threshold(3, (
+        "The run's best sustained pace is the lowest median of 3 consecutive logged step "
+        "times: one lucky short step does not set it, while a fast stretch of three points "
+        "is what the run shows it can do.")),
+    "min_stretch": Threshold(3, (
+        "A slow stretch is at least 3 consecutive slow points: one or two are stalls "
+        "(SLOW003, SLOW006 judge those), three in a row are a different pace, not a pause.")),
+    "min_points": Threshold(6, (
+        "At least 6 step times: a slow stretch of 3 and as many at the run's own faster pace "
+        "to compare it with.")),
+    "share": Threshold(0.25, (
+        "The time lost in the stretch (above the best sustained pace) is an error from a "
+        "quarter of the run's step time: a run that spent a quarter of its time going three "
+        "times slower than it can would have finished at least a quarter sooner, the size of "
+        "loss SLOW004 calls an error too.")),
+    "warn_share": Threshold(0.1, (
+        "From a tenth of the run's step time the stretch is a warning: worth a look, not a "
+        "verdict.")),
+    **SKIP_FIRST,
+}
