@@ -181,3 +181,22 @@ def test_a_loss_is_judged_before_an_accuracy() -> None:
     run = synthetic_run({"loss": [1.0 + 0.01 * math.sin(i) for i in range(30)],
                          "accuracy": [0.1 + 0.02 * i for i in range(30)]})
     assert all(f.code != "HLT001" for f in diagnose(run).findings)
+
+
+def test_isolated_nan_losses_count_as_skipped_steps_only_under_a_scaler() -> None:
+    """One NaN loss point under an fp16 scaler, the loss finite and falling after it: a
+    skipped step. The same NaN with no scaler in sight, or two in a row, is not vouched for."""
+    from runs import synthetic_run
+
+    from autopsy.api import diagnose
+
+    loss = [3.0 - 0.1 * i for i in range(20)]
+    loss[8] = float("nan")
+    scale = [1024.0] * 8 + [512.0] * 12
+    found = [f for f in diagnose(synthetic_run({"loss": loss, "loss_scale": scale})).findings
+             if f.code == "HLT001"]
+    assert len(found) == 1
+    assert not [f for f in diagnose(synthetic_run({"loss": loss})).findings if f.code == "HLT001"]
+    loss[9] = float("nan")
+    assert not [f for f in diagnose(synthetic_run({"loss": loss, "loss_scale": scale})).findings
+                if f.code == "HLT001"]

@@ -158,3 +158,32 @@ def test_fires_on_a_simulated_scaler_collapse(layout: str, every: int) -> None:
     d = diagnose(synthetic_run(series, steps=steps, config={"fp16": True}))
     assert (d.verdict.code, d.verdict.cause) == ("NAN003", "fp16_overflow")
     assert 2000 < d.verdict.step <= 2020  # the scale sat a few halvings below the limit
+
+
+def test_a_collapse_the_scaler_grows_back_from_is_a_warning_and_the_run_healthy() -> None:
+    """A published Megatron (Chinese-Transformer-XL) fine-tuning log (public corpus, dev half):
+    the loss scale falls 64 -> 0.1 with one interval's lm loss NAN at iteration 700, then the
+    loss is finite and falls (5.19 -> 3.98) while the scale grows back to 0.2: a recovered
+    scaler, noted, not a failure."""
+    from repo_paths import public_run
+
+    import autopsy
+
+    run = autopsy.load_run(public_run(
+        "megatron_transformer_xl_finetune_single_nan_loss_scale_0_1_recovers_issue_7"))
+    d = diagnose(run)
+    assert d.verdict.family is Family.HEALTHY and d.verdict.code == "HLT001"
+    (f,) = [f for f in d.findings if f.code == "NAN003"]
+    assert f.severity is Severity.WARNING and f.step == 700
+    healthy = next(f for f in d.findings if f.code == "HLT001")
+    assert any("skipped step" in e.summary for e in healthy.evidence)
+
+
+def test_the_same_collapse_without_regrowth_stays_an_error() -> None:
+    scale = _collapsing_scale()  # falls from step 100 to 2**-10 and stays there
+    loss = noisy(N, 3.0, 1.0, 0.03, 0)
+    loss[150] = NAN
+    run = synthetic_run({"loss": loss, "loss_scale": scale}, config={"fp16": True})
+    (f,) = [f for f in diagnose(run).findings if f.code == "NAN003"]
+    assert f.severity is Severity.ERROR
+    assert diagnose(run).verdict.family is Family.NAN_INF

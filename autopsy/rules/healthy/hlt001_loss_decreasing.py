@@ -52,6 +52,19 @@ def _curve(run: Run) -> tuple[str, pd.Series, float]:
     return "loss", run.series("loss"), 0.0
 
 
+def _scaler_skips(run: Run, bad: np.ndarray, after: int) -> bool:
+    """Whether the non-finite loss points ``bad`` read as a loss scaler's skipped steps: an
+    fp16 scaler is in use (``fp16`` in the config, or a logged loss scale that moves), no two
+    are adjacent, and at least ``after`` finite points follow the last one."""
+    from autopsy.rules.nan_inf._fp16 import truthy
+
+    scale = run.series("loss_scale").to_numpy(dtype=float)
+    active = truthy(run.config.get("fp16")) or np.unique(scale[np.isfinite(scale)]).size > 1
+    where = np.flatnonzero(bad)
+    return (active and not bool((np.diff(where) == 1).any())
+            and int(bad.size - 1 - where[-1]) >= after)
+
+
 @rule(
     code="HLT001",
     name="loss-decreasing",
@@ -66,12 +79,13 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
         No log of the run reports a failure (a traceback, an OOM, a timeout, a
         collective mismatch, a failed child) that the run did not go on past (a
         crash followed by a resume that reached later steps does not count), every
-        logged training loss is
-        finite, and so is every grad norm but for a
-        few skipped steps (at most ``max_overflow_skips`` non-finite grad norms: an
+        logged training loss and grad norm is finite but for a
+        few skipped steps (at most ``max_overflow_skips`` non-finite grad norms and losses: an
         fp16 loss scaler skips the steps whose gradients overflow while it finds its
         scale, and the HF Trainer logs their grad norm as NaN or Inf whether or not it
-        logs the scale), and the loss at the end of the run
+        logs the scale; a non-finite loss point counts as one only under a scaler, with no
+        two in a row and ``min_points`` finite points after the last), and the loss at the
+        end of the run
         is clearly lower than at its start. A run that logged no training loss
         at all is judged on its eval loss the same way (a Lightning run that logs
         only ``val_loss``), with less confidence; one with no loss at all on its
@@ -120,10 +134,14 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
     if len(values) < ctx["min_points"]:
         raise ctx.skip(f"the {name} has {len(values)} point(s); a fall needs "
                        f"{ctx['min_points']} (min_points)")
-    if not np.isfinite(values).all():
-        raise ctx.skip(f"the {name} is not finite throughout")
+    bad_loss = ~np.isfinite(values)
+    if bad_loss.any():
+        # a loss scaler's skipped steps, logged as NaN/Inf loss points the run went on past
+        if not (tag == "loss" and _scaler_skips(run, bad_loss, int(ctx["min_points"]))):
+            raise ctx.skip(f"the {name} is not finite throughout")
+        loss, values = loss[~bad_loss], values[~bad_loss]
     grad = run.series("grad_norm").to_numpy(dtype=float)
-    bad_grads = int((~np.isfinite(grad)).sum())
+    bad_grads = int((~np.isfinite(grad)).sum()) + int(bad_loss.sum())
     if bad_grads > ctx["max_overflow_skips"]:
         raise ctx.skip(f"{bad_grads} non-finite grad norms, more than a loss-scale search "
                        f"skips (max_overflow_skips {ctx['max_overflow_skips']})")
@@ -163,8 +181,8 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
     )]
     if bad_grads:
         evidence.append(Evidence(
-            summary=f"{bad_grads} skipped step(s) with a non-finite grad norm while the loss "
-                    "kept falling (an fp16 loss scaler skipping overflowed steps): normal",
+            summary=f"{bad_grads} skipped step(s) with a non-finite grad norm or loss while the "
+                    "loss kept falling (an fp16 loss scaler skipping overflowed steps): normal",
             tag="grad_norm", numbers={"skipped": bad_grads},
         ))
     eval_loss = run.series("eval_loss").to_numpy(dtype=float) if tag == "loss" else []

@@ -180,11 +180,13 @@ def _recovered(series: list[pd.Series], last_bad: int, skip: frozenset[int], th:
 
 
 def _severity(kind: str, non_finite: bool, recovered: bool, fp16: Fp16State) -> Severity:
-    """CRITICAL for non-finite values that stay; an overflow that lasts, or a scale collapse,
-    without them is an ERROR; anything else the run recovered from is a WARNING."""
+    """CRITICAL for non-finite values that stay; an overflow that lasts, or a scale collapse
+    the scaler has not grown back from, without them is an ERROR; anything else the run
+    recovered from (a collapse whose scale rises again while every series is finite) is a
+    WARNING."""
     if not recovered:
         return Severity.CRITICAL if non_finite else Severity.ERROR
-    if kind == "fp16_overflow" and fp16.collapsed:
+    if kind == "fp16_overflow" and fp16.collapsed and not fp16.regrowing:
         return Severity.ERROR
     return Severity.WARNING
 

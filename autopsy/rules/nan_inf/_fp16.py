@@ -45,6 +45,8 @@ class Fp16State:
         scale_min: the smallest logged loss scale (NaN if not logged).
         collapsed: the scale itself collapsed (not only a run of skips).
         last_skip: the last step of the overflow's evidence (None: no overflow).
+        regrowing: the logged scale rose again after its lowest value and ends above it
+            (the scaler found a scale it can keep and is growing it back).
     """
 
     active: bool = False
@@ -57,6 +59,7 @@ class Fp16State:
     scale_min: float = math.nan
     collapsed: bool = False
     last_skip: int | None = None
+    regrowing: bool = False
 
 
 def truthy(value: Any) -> bool:
@@ -240,12 +243,16 @@ def fp16_state(run: Run, loss: pd.Series, grad: pd.Series, th: Any) -> Fp16State
         evidence.append(Evidence(summary=f"fp16 mixed precision is on (fp16={value})",
                                  source=entry.source if entry is not None else None,
                                  numbers={"fp16": str(value)}))
+    ordered = _finite(scale).sort_index().to_numpy(dtype=float)
+    lowest = int(np.flatnonzero(ordered == ordered.min())[-1]) if ordered.size else -1
+    regrowing = 0 <= lowest < ordered.size - 1 and bool(ordered[-1] > ordered[lowest])
     return Fp16State(
         active=True, from_config=from_config, source=entry.source if entry else None,
         benign=benign, overflow_step=found[0][0] if found else None,
         evidence=tuple(evidence), reasons=tuple(f[1] for f in found),
         scale_min=float(sv.min()) if sv.size else math.nan,
         collapsed=any(f[4] for f in found), last_skip=max((f[3] for f in found), default=None),
+        regrowing=regrowing,
     )
 
 
