@@ -54,6 +54,13 @@ KNOWN_UNREAD_TEST_CASES = frozenset({
     "generic_log_esim_snli_val_loss_below_train_loss_healthy_issue_17",
     "megatron_t5_pretrain_mbs_gt1_forward_backward_time_grows_each_log_issue_184",
     "tf_insightface_weight_decay_loss_1_91_to_1_6e13_total_loss_diverges_issue_59",
+    # collected 2026-11-26 (fifth batch): "nothing readable" in the test half
+    "csv_metrics_speech_digit_cnn_val_loss_best_epoch6_then_noisy_higher_overfitting",
+    "generic_log_animateanyone_load_data_time_19s_stall_every_few_steps_slow_issue_101",
+    "generic_log_bert_text_classifier_lr_1e_3_dev_f1_flat_0_089_issue_12041",
+    "generic_log_chainer_cifar_lr_0_5_batch_32_loss_2_30256_val_acc_0_10004_issue_4424",
+    "generic_log_torch_imagenet_err_6_907_ln1000_top1_zero_epoch_11_issue_70",
+    "generic_log_vindlu_pretrain_data_38s_of_40s_per_step_eta_20_days_slow_issue_10",
 })
 #: Dev-half cases not read yet, each with the reason (a dev case is read or listed here).
 KNOWN_UNREAD_DEV_CASES: dict[str, str] = {
