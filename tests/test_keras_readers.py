@@ -40,13 +40,16 @@ def _fit(root: Path, verbose: int, lr: float = 0.1, poison: bool = False) -> dic
                              keras.callbacks.CSVLogger(str(root / "training.log"))])
     (root / "train.log").write_text(out.getvalue(), encoding="utf-8")
     pd.DataFrame(hist.history).to_csv(root / "history.csv")
+    pd.DataFrame(hist.history).to_csv(root / "history_noindex.csv", index=False)
     return hist.history
 
 
-@pytest.mark.parametrize("name", ["training.log", "history.csv"])
+@pytest.mark.parametrize("name", ["training.log", "history.csv", "history_noindex.csv"])
 def test_keras_csv_files(tmp_path: Path, name: str) -> None:
+    """CSVLogger's file, and a saved History with and without pandas' index column (rows are
+    epochs from 0 either way)."""
     history = _fit(tmp_path, verbose=0)
-    for other in {"training.log", "history.csv", "train.log"} - {name}:
+    for other in {"training.log", "history.csv", "history_noindex.csv", "train.log"} - {name}:
         (tmp_path / other).unlink()
     run = autopsy.load_run(tmp_path)
     assert [s.reader for s in run.sources] == ["epoch_csv"]
@@ -61,8 +64,8 @@ def test_keras_csv_files(tmp_path: Path, name: str) -> None:
 @pytest.mark.parametrize("verbose", [1, 2])
 def test_keras_progress_lines(tmp_path: Path, verbose: int) -> None:
     history = _fit(tmp_path, verbose=verbose)
-    (tmp_path / "training.log").unlink()
-    (tmp_path / "history.csv").unlink()
+    for name in ("training.log", "history.csv", "history_noindex.csv"):
+        (tmp_path / name).unlink()
     run = autopsy.load_run(tmp_path)
     for raw, tag in (("loss", "loss"), ("val_loss", "eval_loss")):
         series = run.series(tag)

@@ -67,6 +67,12 @@ KNOWN_UNREAD_DEV_CASES: dict[str, str] = {
     "yanmtt_bart_pretrain_fp16_loss_nan_step_76980_issue_7": (
         "bare '76930 2.6496577' lines: two numbers and no word, which the marker search that "
         "keeps reading fast (a literal on every line it parses) cannot find"),
+    "generic_log_bert_large_classifier_valid_acc_frozen_3_6057_loss_5_0_issue_855": (
+        "a home-made table: a '*******train_loss,train_acc,valid_loss,valid_ac**********' "
+        "header line before each epoch's tab-separated values, which no reader takes"),
+    "generic_log_speech_primer_ctc_loss_rises_then_nan_epoch_8_issue_2": (
+        "'Epoch    :  5' and 'LOSS     :  24.569025' on lines of their own, a block no "
+        "reader joins (the step and the loss are never on one line)"),
 }
 
 

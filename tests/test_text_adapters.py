@@ -600,6 +600,17 @@ def test_gluonnlp_finetune_evaluation_blocks(tmp_path: Path) -> None:
     assert _same(_series(s, "learning_rate"), [(70, 1.82e-05), (80, 1.77e-05), (92, 1.72e-05)])
 
 
+def test_tf1_tutorial_cost_lines(tmp_path: Path) -> None:
+    """TF1-era tutorials (graykode/nlp-tutorial and its kin) print ``'Epoch:', '%04d' %
+    (epoch + 1), 'cost =', '{:.6f}'.format(loss)``: ``cost`` is the loss; a duration written
+    ``Time cost=1.02s`` is not."""
+    s = _read(tmp_path, (
+        "Epoch: 0010 cost = 15.205759\n"
+        "Epoch: 0020 cost = 16.236261\n"
+        "INFO:root:06:32:12 Time cost=1.02s, throughput=275.49 samples/s\n"))
+    assert _same(_series(s, "loss"), [(10, 15.205759), (20, 16.236261)])
+
+
 def test_lasagne_mnist_epoch_blocks(tmp_path: Path) -> None:
     """Lasagne's examples/mnist.py (copied into many repositories) prints ``Epoch {} of {}
     took {:.3f}s`` then ``  training loss:\\t\\t{:.6f}``, ``  validation loss:\\t\\t{:.6f}``

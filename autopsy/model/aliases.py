@@ -26,6 +26,7 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
         # OpenNMT-py's step line (``Step N/M; acc: ..; ppl: ..; xent: ..; lr: ..``)
         "xent",
         "main/loss",  # Chainer's LogReport: the observed model is named "main"
+        "cost",  # TF1 tutorials print their loss as ``cost = X``
     ),
     "eval_loss": (
         "eval_loss", "eval/loss", "val_loss", "val/loss", "validation_loss", "validation/loss",

@@ -5,7 +5,8 @@ CSV of metrics with a step-like column.
 The step of a row is, in this order of preference, its ``step``, ``global_step``,
 ``iteration``, ``iter`` or ``epoch`` column as written (Keras and timm count epochs
 from 0), else the pandas index column (a first column with an empty or ``Unnamed: 0``
-header), else the row's ordinal from 0. Every other numeric cell is a point
+header), else the row's ordinal from 0 (a saved Keras history written without its index:
+a ``loss`` column and every column a lower-case Keras key). Every other numeric cell is a point
 (``raw_tag`` the column name: Keras ``loss``/``val_loss``/``lr``, timm
 ``train_loss``/``eval_loss``); the step column itself is not a series, except
 ``epoch`` when a finer step column exists.
@@ -17,6 +18,7 @@ column or a pandas index, and at least one column name says loss, accuracy or er
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from autopsy.model.problem import Problem
@@ -41,6 +43,11 @@ SNIFF_HEAD = 4096
 _SUFFIXES = (".csv", ".log", ".txt", ".tsv")
 
 
+#: A column of a saved Keras ``history`` (``loss``, ``val_accuracy``, ``learning_rate``,
+#: ``val_mean_absolute_error``...): a lower-case identifier.
+_HISTORY_KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
+
+
 def _index_column(cells: list[str]) -> bool:
     return bool(cells) and cells[0] in ("", "Unnamed: 0", "index")
 
@@ -55,6 +62,8 @@ def _layout(cells: list[str]) -> tuple[int | None, str] | None:
             return lower.index(name), name
     if _index_column(cells):
         return 0, "index"
+    if "loss" in lower and all(_HISTORY_KEY.match(c) for c in lower):
+        return None, "row"  # a saved Keras history without its index: one row per epoch
     return None
 
 

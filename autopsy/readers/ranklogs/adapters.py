@@ -106,7 +106,7 @@ METRIC_WORDS = ("loss", "lr", "learning_rate", "learningrate", "grad", "norm", "
 
 #: Keys kept only when they are the whole key: ``Data 0.001 (0.264)`` (an AverageMeter's data
 #: wait) and ``data: 0.43`` (torchvision's MetricLogger), too common as a part of other words.
-EXACT_METRIC_KEYS = frozenset({"data"})
+EXACT_METRIC_KEYS = frozenset({"data", "cost"})
 
 
 @dataclass
@@ -614,6 +614,9 @@ _EPOCH_ITER = (
 #: Words that make a key a loss (a line is kept only with one of them; "xent":
 #: cross-entropy as OpenNMT-py and TF print it).
 LOSS_WORDS = ("loss", "entropy", "nll", "xent")
+#: Keys that are a loss only as the whole key: ``cost`` (the TF1 tutorials' ``Epoch: 0010 cost
+#: = 15.205759``; ``batch_cost``/``reader_cost`` are times, ``Time cost=1.02s`` a duration).
+EXACT_LOSS_KEYS = frozenset({"cost"})
 
 
 def epoch_position(text: str) -> re.Match[str] | None:
@@ -695,7 +698,8 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
             if pattern is _WORDS_METRIC:
                 phased.add(low)
             uniq.append((key, _float(m.group(2))))
-    if not any(w in k.lower() for k, _ in uniq for w in LOSS_WORDS) and not (
+    if not any(w in k.lower() for k, _ in uniq for w in LOSS_WORDS) and not any(
+            k.lower() in EXACT_LOSS_KEYS for k, _ in uniq) and not (
             from_header and uniq and keys <= phased):  # Lasagne's "validation accuracy:" line
         return None
     if any(k.lower() == "data_wait_time" for k, _ in uniq):

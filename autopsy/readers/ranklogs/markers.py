@@ -70,6 +70,7 @@ METRIC_MARKERS: tuple[bytes, ...] = (
     b"Epoch ",  # a Keras ``Epoch 2/10`` line (it numbers the progress lines after it)
     b"accuracy:\t\t",  # Lasagne's ``  validation accuracy:\t\t89.23 %`` after ``Epoch N of M``
     b", lr = ",  # Caffe ``Iteration N, lr = X``
+    b"cost = ",  # the TF1 tutorials' ``Epoch: 0010 cost = 15.205759`` (the loss)
     b"net output #",  # Caffe ``Train net output #0: accuracy = 0``, ``Test net output #0: ...``
     b"Testing net",  # Caffe ``Iteration N, Testing net (#0)``: the step of the outputs after
     b"(val)",  # mmengine Epoch(val)/Iter(val) evaluation lines (mAP, accuracy; no loss)

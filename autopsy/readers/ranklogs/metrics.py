@@ -183,7 +183,7 @@ def _parse_metrics(text: str, ctx: LineContext | None) -> MetricLine | None:
     )
 
     low = text.lower()
-    if any(w in low for w in LOSS_WORDS):
+    if any(w in low for w in LOSS_WORDS) or "cost = " in low:
         ctx = ctx if ctx is not None else LineContext()
         # a step counted within the epoch is not generic's (both shapes say "epoch")
         if "epoch" not in low or epoch_position(text) is None:
