@@ -117,3 +117,20 @@ DIV002: dict[str, Threshold] = {
         "The evidence lists at most 5 spike events (the message counts the rest): a limit on "
         "the report's length that decides nothing.")),
 }
+
+#: DIV003 loss-unbounded-below.
+DIV003: dict[str, Threshold] = {
+    "min_points": Threshold(4, (
+        "At least 4 finite loss points (DIV001's min_sparse_points): a start, an end and the "
+        "fall between them.")),
+    "ratio": Threshold(100.0, (
+        "The loss ends below zero at least 100 times further from zero than it started (the "
+        "start's magnitude floored at 1): a bounded objective with a negative part (an "
+        "ELBO, a Gaussian or flow log-likelihood) settles within a small factor of where it "
+        "began, while a loss with no lower bound (a cross-entropy fed targets outside [0, 1], "
+        "a variance collapsing to zero in a Gaussian NLL) runs away by orders of magnitude. "
+        "Two orders leave every bounded case far behind.")),
+    "min_falling_share": Threshold(0.7, (
+        "At least 70% of the steps between points go down: the run keeps digging, not one "
+        "wild value.")),
+}
