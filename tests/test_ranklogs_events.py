@@ -337,6 +337,24 @@ def test_deepspeed_fp16_optimizer_skip_is_one_event(tmp_path: Path) -> None:
     assert [d["attempted_scale"] for d in ov["details"]] == [65536.0, 32768.0]
 
 
+def test_deepspeed_fused_optimizer_log_dist_skip(tmp_path: Path) -> None:
+    """Later DeepSpeed releases (DeepSpeed-Chat#307) print the fused optimizer's skip as
+    ``Grad overflow on iteration N`` on the line after its header, ``Reducing dynamic loss
+    scale from X to Y`` and ``[Rank 0] Overflow detected. Skipping step. Attempted loss scale:
+    X, reducing to Y``: one event with the iteration and both scales."""
+    block = (
+        "[2023-04-15 05:51:04,058] [INFO] [fused_optimizer.py:362:_update_scale]\n"
+        "Grad overflow on iteration 1860\n"
+        "[2023-04-15 05:51:04,058] [INFO] [fused_optimizer.py:363:_update_scale] Reducing "
+        "dynamic loss scale from 1 to 1\n"
+        "[2023-04-15 05:51:04,058] [INFO] [logging.py:96:log_dist] [Rank 0] Overflow detected. "
+        "Skipping step. Attempted loss scale: 1, reducing to 1\n")
+    ev = _events(tmp_path, block * 2)  # the same skip twice (two optimizers of one step)
+    ov = ev[ev["kind"] == "overflow_skip"]
+    assert [d["iteration"] for d in ov["details"]] == [1860, 1860]
+    assert [(d["attempted_scale"], d["new_scale"]) for d in ov["details"]] == [(1.0, 1.0)] * 2
+
+
 def test_fairseq_nan_detector_line(tmp_path: Path) -> None:
     """fairseq's NanDetector (an fp16 run whose gradient norm went non-finite) names the
     module whose output overflowed: a non-finite event, stepped at the last logged step."""

@@ -332,8 +332,10 @@ _OVERFLOW_ITER = re.compile(r"Grad overflow on iteration:? (\d+)")
 # DeepSpeed's FP16 optimizers (fused and unfused): ``[deepspeed] fp16 dynamic loss scale
 # overflow! Skipping step. Attempted loss scale: 65536.0, reducing to 32768.0`` after
 # ``Grad overflow on iteration: 4`` and ``Reducing dynamic loss scale from 65536.0 to 32768.0``
-_OVERFLOW_DS_FP16 = re.compile(r"loss scale overflow! Skipping step\. Attempted loss scale: "
-                               r"([\d.e+-]+), reducing to ([\d.e+-]+)")
+# (``[Rank 0] Overflow detected. Skipping step. Attempted loss scale: 1, reducing to 1`` in
+# the fused optimizer's log_dist of later releases)
+_OVERFLOW_DS_FP16 = re.compile(r"(?:loss scale overflow!|Overflow detected\.) Skipping step\. "
+                               r"Attempted loss scale: ([\d.e+-]+), reducing to ([\d.e+-]+)")
 _OVERFLOW_APEX = re.compile(r"Gradient overflow\.\s+Skipping step, loss scaler (\d+) reducing "
                             r"loss scale to ([\d.e+-]+)")
 _OVERFLOW_FAIRSEQ = re.compile(r"overflow detected, setting loss scale to: ([\d.e+-]+)")

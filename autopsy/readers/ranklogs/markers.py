@@ -34,6 +34,7 @@ EVENT_MARKERS: tuple[bytes, ...] = (
     b"Killed",
     b"OVERFLOW!",
     b"overflow",  # Grad overflow on iteration, Gradient overflow.  Skipping step
+    b"Overflow detected",  # DeepSpeed's fused optimizer (log_dist) in later releases
     b"Saving model checkpoint",
     # an exception line printed without its traceback header
     b"Error: ", b"Exception: ", b"KeyboardInterrupt",

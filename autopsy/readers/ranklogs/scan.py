@@ -903,7 +903,11 @@ def _add(st: _State, rank: int | None, wall: float, kind: EventKind, message: st
         # DeepSpeed's FP16 optimizers report one skip on consecutive lines (``Grad overflow
         # on iteration: 4``, then ``... overflow! Skipping step. Attempted loss scale: ...``):
         # one event, its details merged, so that skips are counted once
-        last = st.last_overflow.get(rank)
+        # (the first line may name no rank where the last says ``[Rank 0]``: log_dist)
+        candidates = [c for c in (st.last_overflow.get(rank),
+                                  st.last_overflow.get(None) if rank is not None else None)
+                      if c is not None]
+        last = max(candidates, key=lambda c: c[0]) if candidates else None
         if last is not None and 0 < line - last[0] <= OVERFLOW_MERGE_LINES \
                 and "iteration" in last[1] and "attempted_scale" not in last[1] \
                 and "attempted_scale" in details and "iteration" not in details:

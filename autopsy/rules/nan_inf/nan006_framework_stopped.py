@@ -80,10 +80,13 @@ def non_finite_in_logs(run: Run, ctx: RuleContext) -> Finding | None:
     if collapsed or low:
         row = low[0][0] if low else raised[-1][0]
         floor = min(s for _, s in low) if low else None
-        step = _step(row)
+        # the step is the first non-finite loss the logs name (NAN003's convention), else
+        # where the collapse shows
+        since = _step(row)
+        step = _step(said.iloc[0]) if len(said) else since
         evidence = [Evidence(summary=str(row["message"])[:300], source=str(row["source"]),
                              line=None if pd.isna(row["line"]) else int(row["line"]),
-                             numbers={"step": step, "lowest_scale": floor})]
+                             numbers={"step": since, "lowest_scale": floor})]
         if raised:
             r = raised[-1][0]
             evidence.append(Evidence(summary=str(r["message"])[:300], source=str(r["source"]),
@@ -92,7 +95,7 @@ def non_finite_in_logs(run: Run, ctx: RuleContext) -> Finding | None:
             message="The fp16 loss scale collapsed"
                     + (f" to {floor:g}" if floor is not None else " to its minimum")
                     + f" after {len(skips)} overflow-skipped step(s)"
-                    + (f", from step {step}" if step is not None else "")
+                    + (f", from step {since}" if since is not None else "")
                     + ": gradients overflow fp16 at every step, training no longer moves.",
             severity=Severity.CRITICAL, confidence=0.8, cause="fp16_overflow", step=step,
             evidence=evidence,
