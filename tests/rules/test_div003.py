@@ -43,3 +43,12 @@ def test_near_misses_pass() -> None:
     assert _div003(synthetic_run({"loss": wild})) == []
     # a positive loss: DIV001's, not this rule's
     assert _div003(synthetic_run({"loss": [1.0, 5.0, 50.0, 500.0, 5000.0]})) == []
+
+
+def test_a_last_point_back_above_zero_is_judged_not_a_rule_error() -> None:
+    """The median of the last points is far below zero while the very last one is not: the
+    rule still judges the run (a rule that raises would only be a skip)."""
+    run = synthetic_run({"loss": [0.5, -10.0, -200.0, -5000.0, -60000.0, 3.0]})
+    d = diagnose(run)
+    assert not [s for s in d.skipped if s.code == "DIV003"]
+    assert [f.code for f in d.findings if f.code == "DIV003"] == ["DIV003"]

@@ -63,7 +63,7 @@ def loss_unbounded_below(run: Run, ctx: RuleContext) -> Finding | None:
         return None
     # the step the loss first went below zero for good: where the run left any bound
     below = np.flatnonzero(values >= 0)
-    first = int(steps[below[-1] + 1]) if below.size else int(steps[0])
+    first = int(steps[min(below[-1] + 1, values.size - 1)]) if below.size else int(steps[0])
     factor = -end / scale
     return ctx.finding(
         message=f"The loss has no lower bound: it fell from {start:.4g} to {end:.4g} "
