@@ -143,9 +143,9 @@ class LineContext:
     #: printed non-finite (see :func:`parse_mxnet`)
     mx_finite: set[str] = field(default_factory=set)
     mx_bad: set[str] = field(default_factory=set)
-    #: GluonNLP: the batch losses of the evaluation being printed (None outside one), and
-    #: the number of the first epoch (0 or 1; None until a training line was seen)
-    gluon_eval: list[float] | None = None
+    #: GluonNLP: the sum and count of the batch losses of the evaluation being printed (None
+    #: outside one), and the number of the first epoch (0 or 1; None until a training line)
+    gluon_eval: tuple[float, int] | None = None
     gluon_base: int | None = None
 
 

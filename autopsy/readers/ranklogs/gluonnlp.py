@@ -39,7 +39,7 @@ def _metrics(text: str) -> list[tuple[str, float]]:
 def parse_gluonnlp(text: str, ctx: LineContext) -> MetricLine | None:
     """One GluonNLP line (see the module docstring)."""
     if "Now we are doing evaluation on" in text:
-        ctx.gluon_eval = []
+        ctx.gluon_eval = (0.0, 0)
         return MetricLine("gluonnlp_eval", None, [], stateless=False)  # opens a block
     m = _TRAIN.search(text)
     if m is not None:
@@ -57,15 +57,16 @@ def parse_gluonnlp(text: str, ctx: LineContext) -> MetricLine | None:
     if ctx.gluon_eval is None:
         return None
     if (e := _EVAL.search(text)) is not None:
-        ctx.gluon_eval.append(_float(e.group(3)))
+        total, count = ctx.gluon_eval  # a sum and a count: an unclosed block costs nothing
+        ctx.gluon_eval = (total + _float(e.group(3)), count + 1)
         return MetricLine("gluonnlp_eval", None, [], stateless=False)  # progress only
     if "validation metrics:" in text and not text.rstrip().endswith("validation metrics:"):
-        losses, ctx.gluon_eval = ctx.gluon_eval, None
+        (total, count), ctx.gluon_eval = ctx.gluon_eval, None
         if ctx.train_step is None:
             return None
         pairs = [(f"val_{k}", v) for k, v in _metrics(text)]
-        if losses:
-            pairs.insert(0, ("val_loss", sum(losses) / len(losses)))
+        if count:
+            pairs.insert(0, ("val_loss", total / count))
         return MetricLine("gluonnlp_eval", ctx.train_step, pairs, stateless=False) \
             if pairs else None
     return None
