@@ -54,14 +54,12 @@ def _curve(run: Run) -> tuple[str, pd.Series, float]:
 
 def _scaler_skips(run: Run, bad: np.ndarray, after: int) -> bool:
     """Whether the non-finite loss points ``bad`` read as a loss scaler's skipped steps: an
-    fp16 scaler is in use (``fp16`` in the config, or a logged loss scale that moves), no two
-    are adjacent, and at least ``after`` finite points follow the last one."""
-    from autopsy.rules.nan_inf._fp16 import truthy
+    fp16 scaler is in use (:func:`~autopsy.rules.nan_inf._fp16.scaler_active`), no two are
+    adjacent, and at least ``after`` finite points follow the last one."""
+    from autopsy.rules.nan_inf._fp16 import scaler_active
 
-    scale = run.series("loss_scale").to_numpy(dtype=float)
-    active = truthy(run.config.get("fp16")) or np.unique(scale[np.isfinite(scale)]).size > 1
     where = np.flatnonzero(bad)
-    return (active and not bool((np.diff(where) == 1).any())
+    return (scaler_active(run) and not bool((np.diff(where) == 1).any())
             and int(bad.size - 1 - where[-1]) >= after)
 
 

@@ -211,6 +211,16 @@ def _grad_skips(loss: pd.Series, grad: pd.Series, starts: list[int], th: Any,
     return frozenset(benign)
 
 
+def scaler_active(run: Run) -> bool:
+    """Whether a loss scaler is in use: ``fp16`` (or ``mixed_precision="fp16"``) in the
+    config, a logged loss scale that moves, or a skipped-steps counter above 0."""
+    sv = _finite(run.series("loss_scale")).to_numpy(dtype=float)
+    kv = _finite(run.series("skipped_steps")).to_numpy(dtype=float)
+    return (truthy(run.config.get("fp16"))
+            or str(run.config.get("mixed_precision", "")).lower() == "fp16"
+            or np.unique(sv).size > 1 or bool((kv > 0).any()))
+
+
 def fp16_state(run: Run, loss: pd.Series, grad: pd.Series, th: Any) -> Fp16State:
     """Analyse fp16 loss scaling (see the module docstring); thresholds from ``th``."""
     entry = run.config.get_entry("fp16")
@@ -219,9 +229,7 @@ def fp16_state(run: Run, loss: pd.Series, grad: pd.Series, th: Any) -> Fp16State
     scale = run.series("loss_scale")
     skipped = run.series("skipped_steps")
     sv = _finite(scale).to_numpy(dtype=float)
-    kv = _finite(skipped).to_numpy(dtype=float)
-    active = from_config or np.unique(sv).size > 1 or bool((kv > 0).any())
-    if not active:
+    if not scaler_active(run):
         return Fp16State()
     starts = sorted({int(seg["first_step"]) for seg in run.segments()}) or [0]
     found: list[Found] = []
