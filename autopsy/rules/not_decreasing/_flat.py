@@ -315,3 +315,10 @@ def _cause(*, zero: bool, constant: bool, grad: Grad | None, lr: PeakLR | None,
     if chance is not None and not zero:
         return "chance_level"
     return None
+
+
+def thirds(values: np.ndarray) -> tuple[float, float]:
+    """The medians of the first and last thirds of ``values`` (one point each at least): how
+    the FLAT rules read an accuracy's (or a loss's) start and end."""
+    third = max(1, len(values) // 3)
+    return float(np.median(values[:third])), float(np.median(values[-third:]))

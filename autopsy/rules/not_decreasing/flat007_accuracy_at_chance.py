@@ -7,6 +7,7 @@ import numpy as np
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
+from autopsy.rules.not_decreasing._flat import thirds
 from autopsy.rules.not_decreasing.thresholds import FLAT007
 from autopsy.rules.registry import rule
 
@@ -60,8 +61,7 @@ def accuracy_at_chance(run: Run, ctx: RuleContext) -> Finding | None:
     k = _chance_k(run, median, ctx)
     if k is None:
         return None
-    third = max(1, len(unit) // 3)
-    first, last = float(np.median(unit[:third])), float(np.median(unit[-third:]))
+    first, last = thirds(unit)
     if last - first > float(ctx["flat_abs"]):
         return None
     evidence = [Evidence(

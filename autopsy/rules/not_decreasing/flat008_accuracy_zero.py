@@ -10,6 +10,7 @@ import numpy as np
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
+from autopsy.rules.not_decreasing._flat import thirds
 from autopsy.rules.not_decreasing.thresholds import FLAT008
 from autopsy.rules.registry import rule
 
@@ -25,12 +26,6 @@ def _accuracy_tags(run: Run) -> list[str]:
     tags = sorted(set(run.scalars["tag"].unique())) if len(run.scalars) else []
     found = [t for t in tags if _ACCURACY.search(str(t).lower())]
     return sorted(found, key=lambda t: (t not in ("accuracy", "eval_accuracy"), t))
-
-
-def _thirds(values: np.ndarray) -> tuple[float, float]:
-    """The medians of the first and last thirds (one point each at least)."""
-    third = max(1, len(values) // 3)
-    return float(np.median(values[:third])), float(np.median(values[-third:]))
 
 
 @rule(
@@ -81,7 +76,7 @@ def accuracy_zero(run: Run, ctx: RuleContext) -> Finding | None:
             if stuck is None or int(steps[0]) < stuck[2]:  # the earliest zero run speaks
                 stuck = (tag, int(values.size), int(steps[0]), int(steps[-1]))
             continue
-        first, last = _thirds(values / (100.0 if float(values.max()) > 1.0 else 1.0))
+        first, last = thirds(values / (100.0 if float(values.max()) > 1.0 else 1.0))
         if values.size >= 2 and last > first + 0.02:
             return None  # another accuracy rises: the model learns; the zero is a metric
         others.append(f"{tag} {first:.3g} -> {last:.3g}")
@@ -96,7 +91,7 @@ def accuracy_zero(run: Run, ctx: RuleContext) -> Finding | None:
         loss = loss[np.isfinite(loss)]
         if loss.size < 2:
             continue
-        first, last = _thirds(loss)
+        first, last = thirds(loss)
         if first > 0 and (first - last) / first > float(ctx["max_loss_drop"]):
             return None  # the loss falls: the model learns, the accuracy does not fit
         evidence.append(Evidence(
