@@ -33,21 +33,12 @@ CASES = case_dirs()
 #: fixture) of the same kind is to be found or made and the reader fixed from that. Strict:
 #: the test fails as soon as one is read, so the list cannot go stale.
 KNOWN_UNREAD_TEST_CASES = frozenset({
-    "fairseq_fconv_wmt14_enfr_gnorm_explodes_issue_41",
     "hf_tinyllama_fp16_finetune_eval_loss_nan",
-    # a Paddle log: unread since paddle_log became a registered format
-    "paddle_log_resnet_cifar10_finetune_eval_noisy_healthy",
-    "tensorflow_slowing_epoch_time_grows_issue_198",
-    "tf_log_deepsleepnet_loss_stuck_ln5_chance_not_decreasing",
     "tf_sequence_tagging_lr_0_01_loss_nan_issue_47",
-    # collected 2026-11-25 (second batch): "nothing readable" in the test half
-    "tiny_dnn_cifar10_epoch_600s_test_acc_54_to_79pct_healthy_issue_883",
     # collected 2026-11-26 (third batch): "nothing readable" in the test half
     "deepspeed_zero3_cpu_adam_optimizer_step_22_9s_vs_fwd_bwd_1_2s_issue_1635",
-    "neural_enhance_2x_epoch_time_steady_208s_maintainer_log_healthy_issue_63",
     "paddleseg_batch_cost_0_6s_steady_reader_cost_zero_healthy_pr_792",
     # collected 2026-11-26 (fourth batch): "nothing readable" in the test half
-    "chainer_mnist_cpu_epoch_time_30s_37s_39s_slowing_down_issue_2554",
     "deepspeed_fp16_loss_scale_8192_steady_state_overflow_every_2min_healthy_issue_1",
     "generic_log_anogan_tqdm_g_loss_frozen_16_118_d_loss_to_zero_issue_2",
     "generic_log_dcrnn_train_mae_creeps_up_val_mae_still_improving_healthy_issue_60",
@@ -57,22 +48,11 @@ KNOWN_UNREAD_TEST_CASES = frozenset({
     # collected 2026-11-26 (fifth batch): "nothing readable" in the test half
     "csv_metrics_speech_digit_cnn_val_loss_best_epoch6_then_noisy_higher_overfitting",
     "generic_log_animateanyone_load_data_time_19s_stall_every_few_steps_slow_issue_101",
-    "generic_log_bert_text_classifier_lr_1e_3_dev_f1_flat_0_089_issue_12041",
-    "generic_log_chainer_cifar_lr_0_5_batch_32_loss_2_30256_val_acc_0_10004_issue_4424",
     "generic_log_torch_imagenet_err_6_907_ln1000_top1_zero_epoch_11_issue_70",
     "generic_log_vindlu_pretrain_data_38s_of_40s_per_step_eta_20_days_slow_issue_10",
 })
 #: Dev-half cases not read yet, each with the reason (a dev case is read or listed here).
 KNOWN_UNREAD_DEV_CASES: dict[str, str] = {
-    "yanmtt_bart_pretrain_fp16_loss_nan_step_76980_issue_7": (
-        "bare '76930 2.6496577' lines: two numbers and no word, which the marker search that "
-        "keeps reading fast (a literal on every line it parses) cannot find"),
-    "generic_log_bert_large_classifier_valid_acc_frozen_3_6057_loss_5_0_issue_855": (
-        "a home-made table: a '*******train_loss,train_acc,valid_loss,valid_ac**********' "
-        "header line before each epoch's tab-separated values, which no reader takes"),
-    "generic_log_speech_primer_ctc_loss_rises_then_nan_epoch_8_issue_2": (
-        "'Epoch    :  5' and 'LOSS     :  24.569025' on lines of their own, a block no "
-        "reader joins (the step and the loss are never on one line)"),
 }
 
 

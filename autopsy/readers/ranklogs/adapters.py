@@ -606,10 +606,16 @@ def parse_mxnet(text: str, ctx: LineContext) -> MetricLine | None:
     return MetricLine(kind, step, [(key, _float(value))], stateless=False)
 
 
+#: Epoch + position markers: (epoch, position, epoch length or None). The last two are the
+#: PyTorch examples' prints, copied into countless repositories: ``Train Epoch: 1 [640/60000
+#: (1%)]\tLoss: 1.36`` (mnist: the position and length in samples) and ``[1,  2000] loss:
+#: 2.187`` (the CIFAR-10 tutorial: epoch and mini-batch, no length).
 _EPOCH_ITER = (
     re.compile(r"(?i)\bepoch\s*:?\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*(?:/\s*(\d+)\s*)?\]"),
     re.compile(r"(?i)\bepoch\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?.{0,40}?"
                r"\b(?:iter|iteration|batch|step)\b\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?"),
+    re.compile(r"(?i)\bepoch\s*[:=#]?\s*(\d+)\s*\[\s*(\d+)\s*/\s*(\d+)\s*[(\]]"),
+    re.compile(r"^\s*\[\s*(\d+)\s*,\s*(\d+)\s*(?:/\s*(\d+)\s*)?\]\s+\w"),
 )
 #: Words that make a key a loss (a line is kept only with one of them; "xent":
 #: cross-entropy as OpenNMT-py and TF print it).
@@ -621,7 +627,11 @@ EXACT_LOSS_KEYS = frozenset({"cost"})
 
 def epoch_position(text: str) -> re.Match[str] | None:
     """An epoch + position-in-epoch marker of a line, if it has one."""
-    return _EPOCH_ITER[0].search(text) or _EPOCH_ITER[1].search(text)
+    for pattern in _EPOCH_ITER:
+        m = pattern.search(text)
+        if m is not None:
+            return m
+    return None
 
 
 def _epoch_position(m: re.Match[str], ctx: LineContext) -> int:
@@ -712,6 +722,25 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
                 for k, v in uniq]
         return MetricLine("generic_eval", step, uniq, stateless=stateless)
     return MetricLine("generic", step, uniq, stateless=stateless)
+
+
+#: The evaluation line of the PyTorch mnist example (and the many scripts copied from it):
+#: ``Test set: Average loss: 0.0528, Accuracy: 9833/10000 (98%)``.
+_TORCH_TEST_SET = re.compile(r"\b(?:Test|Validation|Val|Eval|Dev) set: Average loss: (" + _NUM
+                             + r"),\s*Accuracy: (\d+)\s*/\s*(\d+)")
+
+
+def parse_torch_test_set(text: str, ctx: LineContext) -> MetricLine | None:
+    """The PyTorch examples' ``Test set: Average loss: X, Accuracy: a/b (p%)`` line: an
+    evaluation at the last training step (the accuracy as the fraction ``a / b``)."""
+    m = _TORCH_TEST_SET.search(text)
+    if m is None:
+        return None
+    total = int(m.group(3))
+    pairs = [("val_loss", _float(m.group(1)))]
+    if total > 0:
+        pairs.append(("val_accuracy", int(m.group(2)) / total))
+    return MetricLine("generic_eval", ctx.train_step, pairs, stateless=False)
 
 
 _ONMT_VALID = re.compile(r"\bValidation (perplexity|accuracy): (" + _NUM + r")\s*$")
@@ -868,6 +897,7 @@ ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("Iteration", "Test net output", "Train net output"), parse_caffe),
     (("step",), parse_tf), (("%|",), parse_bar), ((" - ",), parse_keras_batches),
     (("Validation perplexity: ", "Validation accuracy: "), parse_opennmt_valid),
+    ((" set: Average loss: ",), parse_torch_test_set),
     (("batches |", "end of epoch", "End of training"), parse_word_lm),
     (("images/sec: ",), parse_tf_cnn_benchmarks),
     (("G    ",), parse_yolo_console),

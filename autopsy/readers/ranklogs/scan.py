@@ -50,6 +50,7 @@ from autopsy.readers.ranklogs.metrics import (
     parse_metrics,
 )
 from autopsy.readers.ranklogs.shapes import Matched, Shapes, learn, match_block
+from autopsy.readers.ranklogs.structured import STRUCTURE_MAX_BYTES, read_structured
 from autopsy.readers.ranklogs.timestamps import parse_time
 
 #: ``AUTOPSY_RANKLOGS_SHAPES=0`` reads every metric line with the adapters, never by a
@@ -363,7 +364,40 @@ def scan_file(path: Path, rel: str, cap: int | None = None) -> FileResult:
         if fast is not None:
             return fast
     done = _scan_text(path, rel, info, None, cap)
-    return done if done is not None else out
+    out = done if done is not None else out
+    if not len(out.scalars):
+        _read_structured(path, rel, info, out)
+    return out
+
+
+def _read_structured(path: Path, rel: str, info: PathInfo, out: FileResult) -> None:
+    """Read a log whose lines gave no metric for blocks, tables and bare columns
+    (:mod:`.structured`), through the same point path as the line parsers."""
+    try:
+        if path.name.endswith(".gz") or path.stat().st_size > STRUCTURE_MAX_BYTES:
+            return
+    except OSError:
+        return
+    st = _State(rel, info, out)
+    rank = info.rank
+
+    def emit(got: MetricLine, line: int) -> None:
+        _add_metric_line(st, got, rank, math.nan, line, "")
+
+    try:
+        points, bare = read_structured(path, emit)
+    except (OSError, EOFError) as exc:
+        out.problems.append(Problem(rel, f"read stopped early: {type(exc).__name__}: {exc}",
+                                    used="the lines before it", kind="truncated"))
+        points, bare = len(out.scalars), 0
+    if bare:
+        out.problems.append(Problem(
+            rel, f"{bare:,} lines of a bare step and number, with no name: read as the "
+                 "training loss", used="the second number as the loss", kind="assumed_name",
+            count=bare))
+    if points:
+        out.scalars.settle()
+        _close_events(st)
 
 
 def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None,
@@ -1041,7 +1075,7 @@ def _nan_loss(st: _State, values: list[tuple[str, float]], rank: int | None, seg
     """A ``nan_loss`` event for the first non-finite loss of a rank in a segment."""
     if (rank, seg) in st.nan_seen:
         return
-    bad = [(t, v) for t, v in values if "loss" in t and not math.isfinite(v)]
+    bad = [(t, v) for t, v in values if "loss" in t.lower() and not math.isfinite(v)]
     if not bad:
         return
     st.nan_seen.add((rank, seg))

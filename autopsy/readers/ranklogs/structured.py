@@ -1,0 +1,219 @@
+"""The last readings of a text log whose lines gave no metric: blocks, tables, bare columns.
+
+The line parsers read a metric from one line that holds a step and a named value. Some
+training loops print neither on one line; they are read here, only when the line
+parsers took no metric from the file (so a log they read is never read twice), on files up
+to :data:`STRUCTURE_MAX_BYTES`. Each layout below was met in public logs:
+
+* **blocks**: a step line (``Epoch: 01 | Epoch Time: 0m 57s``, ``Epoch    :  5``, ``Step
+  300``), then lines of named values with no step of their own (``\\tTrain Loss: 0.693 |
+  Train Acc: 50.12%``, ``LOSS     :  24.569025``) up to the next step line: one point per
+  block, at the step line's number;
+* **tables**: a header line of names (``epoch  train_loss  val_loss``,
+  ``*******train_loss,train_acc,valid_loss,valid_ac**********``) and rows of as many numbers
+  under it; the step is the row's own ``epoch``/``step`` column, else the number of the last
+  step line above the row, else the row's ordinal;
+* **bare columns**: lines of an integer and one number (``76930 2.6496577``), read as step
+  and loss only where at least :data:`BARE_MIN_ROWS` such lines have increasing steps and
+  values that are not all integers; a problem says the name was assumed.
+
+Every value goes through the scanner's own point path (so a NaN loss is a ``nan_loss``
+event as anywhere else). Memory is constant in the file's length: one block, one header
+and one pending bare run at a time.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autopsy.readers.ranklogs.lines import clean, iter_blocks, open_binary
+from autopsy.readers.ranklogs.metrics import _NUM, MetricLine
+
+#: Files larger than this are not searched again for these layouts (64 MiB: a log that
+#: large with no metric line the parsers know is not a training log of this kind, and a
+#: second pass over it would cost seconds for nothing).
+STRUCTURE_MAX_BYTES = 64 << 20
+#: Bare ``step value`` lines needed before they are read as a loss curve (8: fewer such
+#: lines are as likely a table of counts as a training log).
+BARE_MIN_ROWS = 8
+
+#: Words of a name that make it a metric worth keeping (the line adapters' own list, short).
+_METRIC_WORDS = ("loss", "acc", "lr", "learning", "ppl", "perplexity", "f1", "bleu", "auc",
+                 "iou", "map", "error", "err", "cost", "time", "norm", "entropy", "nll",
+                 "recall", "precision", "dice", "mae", "mse", "rmse", "psnr", "ssim")
+#: Names of a step column or a step line, lower case.
+_STEP_NAMES = ("epoch", "step", "iter", "iteration", "global_step", "ep")
+_STEP_LINE = re.compile(r"(?i)^\W{0,12}(epoch|step|iter(?:ation)?|global[ _]step)\s*"
+                        r"(?:[:=#]\s*)?\[?\s*(\d+)(?!\d|\.\d|\s*[:=]\s*\d)")
+#: A named value of a block line: one to three words, a colon or an equals sign, a number
+#: (a percent sign after it is dropped: the value stays as printed).
+_PAIR = re.compile(r"(?<![\w.])([A-Za-z][\w.]*(?: [A-Za-z][\w.]*){0,2})\s*[:=]\s*(" + _NUM
+                   + r")\s*%?(?=[\s,;|)\]]|$)")
+_NUMBER = re.compile(r"^" + _NUM + r"$")
+_INT = re.compile(r"^\d+$")
+_SPLIT = re.compile(r"[\s,;|]+")
+_NAME = re.compile(r"^[A-Za-z][\w./@-]*$")
+_DECOR = "*=#-[]()<> \t"
+_EVAL_WORDS = ("val", "valid", "validation", "test", "eval", "dev")
+
+
+@dataclass
+class _Reader:
+    """What one pass remembers: the open block, the header, the pending bare lines."""
+
+    emit: Callable[[MetricLine, int], None]
+    step: int | None = None
+    block: list[tuple[str, float]] = field(default_factory=list)
+    block_line: int = 0
+    header: list[str] | None = None
+    rows: int = 0
+    bare: list[tuple[int, float, int]] = field(default_factory=list)
+    bare_float: bool = False
+    bare_kept: int = 0
+    emitted: int = 0
+
+    def flush_block(self) -> None:
+        if self.block and self.step is not None:
+            self._emit(MetricLine("generic", self.step, self.block, stateless=False),
+                       self.block_line)
+        self.block = []
+
+    def _emit(self, got: MetricLine, line: int) -> None:
+        self.emitted += 1
+        self.emit(got, line)
+
+    def flush_bare(self) -> None:
+        run, self.bare = self.bare, []
+        floats, self.bare_float = self.bare_float, False
+        if len(run) < BARE_MIN_ROWS or not floats:
+            return
+        for step, value, line in run:
+            self._emit(MetricLine("generic", step, [("loss", value)], stateless=False), line)
+        self.bare_kept += len(run)
+
+    def line(self, text: str, number: int) -> None:
+        stripped = text.strip()
+        if not stripped:
+            return
+        if self.header is not None and self._row(stripped, number):
+            return
+        if self._bare(stripped, number):  # a run of them survives lines of other text
+            return                         # between (``Saving the model``)
+        m = _STEP_LINE.match(stripped)
+        if m is not None:
+            self.flush_block()
+            self.step = int(m.group(2))
+            self.block_line = number
+            self.rows = 0
+            self._pairs(stripped[m.end():])
+            return
+        header = _header(stripped)
+        if header is not None:
+            self.flush_block()
+            self.flush_bare()
+            self.header, self.rows = header, 0
+            return
+        if self.step is not None:
+            self._pairs(stripped)
+
+    def _pairs(self, text: str) -> None:
+        have = {k for k, _ in self.block}
+        for key, value in _PAIR.findall(text):
+            name = _name(key)
+            low = name.lower()
+            if low in _STEP_NAMES or name in have or not _metric(low):
+                continue
+            have.add(name)
+            self.block.append((name, _float(value)))
+
+    def _row(self, text: str, number: int) -> bool:
+        assert self.header is not None
+        cells = [c for c in _SPLIT.split(text.strip(_DECOR)) if c]
+        if len(cells) != len(self.header) or not all(_NUMBER.match(c) for c in cells):
+            return False
+        self.rows += 1
+        pairs: list[tuple[str, float]] = []
+        step = None
+        for name, cell in zip(self.header, cells, strict=True):
+            low = name.lower()
+            if low in _STEP_NAMES:
+                if step is None and _INT.match(cell):
+                    step = int(cell)
+            elif _metric(low):
+                pairs.append((name, _float(cell)))
+        if step is None:
+            step = self.step if self.step is not None else self.rows
+        if pairs:
+            self._emit(MetricLine("generic", step, pairs, stateless=False), number)
+        return True
+
+    def _bare(self, text: str, number: int) -> bool:
+        cells = text.split()
+        if len(cells) != 2 or not _INT.match(cells[0]) or not _NUMBER.match(cells[1]):
+            return False
+        step = int(cells[0])
+        if self.bare and step <= self.bare[-1][0]:
+            self.flush_bare()
+        self.bare.append((step, _float(cells[1]), number))
+        if not _INT.match(cells[1]):
+            self.bare_float = True
+        return True
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def _name(key: str) -> str:
+    """``Train Loss`` -> ``Train_Loss``, ``Val. Acc`` -> ``Val_Acc``; evaluation names keep
+    their phase as a ``val_`` prefix the alias table knows."""
+    name = "_".join(part.strip(".") for part in key.split())
+    low = name.lower()
+    for word in _EVAL_WORDS:
+        if low.startswith(word + "_") and word != "val":
+            return "val_" + name[len(word) + 1:]
+    return name
+
+
+def _metric(low: str) -> bool:
+    return any(w in low for w in _METRIC_WORDS)
+
+
+def _header(text: str) -> list[str] | None:
+    """The column names of a header line, or None: two or more names, one of them a
+    metric, separated by commas, tabs, pipes or spaces (decoration at the ends ignored)."""
+    cells = [c for c in _SPLIT.split(text.strip(_DECOR)) if c]
+    if len(cells) < 2 or not all(_NAME.match(c) for c in cells):
+        return None
+    if not any(_metric(c.lower()) for c in cells):
+        return None
+    return cells
+
+
+def _lines(path: Path) -> Iterator[tuple[str, int]]:
+    with open_binary(path) as stream:
+        for block in iter_blocks(stream):
+            number = block.first_line
+            for raw in block.data.split(b"\n"):
+                yield clean(raw), number
+                number += 1
+
+
+def read_structured(path: Path, emit: Callable[[MetricLine, int], None]) -> tuple[int, int]:
+    """Read ``path`` for blocks, tables and bare columns, giving each point to ``emit``
+    (the metric line and its line number); returns (points emitted, bare lines kept).
+
+    Raises what reading the file raises (the caller records it as a problem)."""
+    reader = _Reader(emit)
+    for text, number in _lines(path):
+        reader.line(text, number)
+    reader.flush_bare()
+    reader.flush_block()
+    return reader.emitted, reader.bare_kept

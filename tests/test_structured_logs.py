@@ -1,0 +1,155 @@
+"""Training logs printed by home-made loops: the PyTorch examples' prints, blocks, tables and
+bare columns (``autopsy.readers.ranklogs.structured``).
+
+The PyTorch example logs are printed here with the examples' own format strings (mnist's
+``train``/``test``, the CIFAR-10 tutorial's running loss, the sentiment-analysis tutorials'
+epoch summary), so the lines are exactly what those scripts print; the public corpus holds
+published logs of the other layouts (``generic_log_speech_primer_*``, ``yanmtt_*``,
+``generic_log_bert_large_classifier_*``).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import autopsy
+from autopsy.readers import ranklogs
+from autopsy.readers.ranklogs.structured import BARE_MIN_ROWS
+
+
+def _read(tmp_path: Path, text: str, name: str = "train.log") -> tuple[pd.DataFrame, list]:
+    log = tmp_path / name
+    log.write_text(text, encoding="utf-8")
+    part = ranklogs.read(log, name)
+    assert part.scalars is not None
+    return part.scalars, part.problems
+
+
+def _series(s: pd.DataFrame, tag: str) -> list[tuple[int, float]]:
+    rows = s[s["tag"] == tag]
+    return [(int(a), round(float(b), 9)) for a, b in zip(rows["step"], rows["value"],
+                                                          strict=True)]
+
+
+def _mnist_log() -> str:
+    out = []
+    dataset, batch = 60000, 64
+    for epoch in (1, 2):
+        for batch_idx, loss in ((0, 2.3 / epoch), (10, 1.1 / epoch), (20, 0.6 / epoch)):
+            # the example's own format strings, kept as it writes them (so: no f-strings)
+            out.append('Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}'.format(  # noqa: UP032
+                epoch, batch_idx * batch, dataset, 100. * batch_idx / 938, loss))
+        out.append('\nTest set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\n'.format(  # noqa: UP032
+            0.05 / epoch, 9800 + epoch, 10000, 100. * (9800 + epoch) / 10000))
+    return "\n".join(out) + "\n"
+
+
+def test_pytorch_mnist_example_steps_by_samples_and_reads_its_test_line(tmp_path: Path) -> None:
+    s, _ = _read(tmp_path, _mnist_log())
+    # epoch × dataset + samples seen: one increasing step per line, not the epoch twice
+    assert _series(s, "loss") == pytest.approx(
+        [(60000, 2.3), (60640, 1.1), (61280, 0.6), (120000, 1.15), (120640, 0.55),
+         (121280, 0.3)])
+    assert _series(s, "eval_loss") == ([(61280, 0.05), (121280, 0.025)])
+    assert _series(s, "eval_accuracy") == ([(61280, 0.9801), (121280, 0.9802)])
+
+
+def test_pytorch_cifar_tutorial_running_loss(tmp_path: Path) -> None:
+    lines = []
+    for epoch in range(2):
+        for i, running in ((1999, 4374.0), (3999, 3774.0), (5999, 3374.0)):
+            lines.append(f'[{epoch + 1}, {i + 1:5d}] loss: {running / 2000 / (epoch + 1):.3f}')
+    s, _ = _read(tmp_path, "\n".join(lines) + "\n")
+    got = _series(s, "loss")
+    steps = [step for step, _ in got]
+    assert len(got) == 6 and steps == sorted(set(steps))  # a new epoch continues the count
+    assert [v for _, v in got] == pytest.approx([2.187, 1.887, 1.687, 1.093, 0.944, 0.844])
+
+
+def test_epoch_blocks_of_a_sentiment_tutorial(tmp_path: Path) -> None:
+    lines = []
+    for epoch, (tl, ta, vl, va) in enumerate([(0.693, 0.5012, 0.690, 0.518),
+                                              (0.601, 0.6012, 0.650, 0.618)]):
+        lines.append(f'Epoch: {epoch + 1:02} | Epoch Time: 0m 57s')
+        lines.append(f'\tTrain Loss: {tl:.3f} | Train Acc: {ta * 100:.2f}%')
+        lines.append(f'\t Val. Loss: {vl:.3f} |  Val. Acc: {va * 100:.2f}%')
+    s, _ = _read(tmp_path, "\n".join(lines) + "\n")
+    assert _series(s, "loss") == ([(1, 0.693), (2, 0.601)])
+    assert _series(s, "eval_loss") == ([(1, 0.690), (2, 0.650)])
+    assert _series(s, "accuracy") == ([(1, 50.12), (2, 60.12)])
+
+
+def test_key_value_blocks_with_a_nan_give_the_nan_event(tmp_path: Path) -> None:
+    text = ("called epoch end, epoch num:  4\nEpoch    :  5\nLOSS     :  24.569025\n\n"
+            "called epoch end, epoch num:  5\nEpoch    :  6\nLOSS     :  20.572273\n\n"
+            "Epoch    :  7\nLOSS     :  nan\n")
+    log = tmp_path / "train.log"
+    log.write_text(text, encoding="utf-8")
+    part = ranklogs.read(log, "train.log")
+    got = _series(part.scalars, "loss")
+    assert [step for step, _ in got] == [5, 6, 7]
+    assert math.isnan(got[-1][1])
+    events = part.events
+    assert events[events["kind"] == "nan_loss"]["step"].tolist() == [7]
+
+
+def test_header_table_with_space_aligned_rows(tmp_path: Path) -> None:
+    text = ("epoch  train_loss  val_loss  val_acc\n"
+            "    1      0.5123     0.6012   0.51\n"
+            "    2      0.4123     0.5512   0.61\n"
+            "    3      0.3123     0.5812   0.64\n")
+    s, _ = _read(tmp_path, text)
+    assert _series(s, "loss") == ([(1, 0.5123), (2, 0.4123), (3, 0.3123)])
+    assert _series(s, "eval_loss") == ([(1, 0.6012), (2, 0.5512), (3, 0.5812)])
+
+
+def test_decorated_header_before_each_epoch_takes_the_epoch_line(tmp_path: Path) -> None:
+    text = "".join(f"Epoch: 0{e} | Epoch Time: 0m 57s\n"
+                   "*******train_loss,train_acc,valid_loss,valid_ac********** \n"
+                   f"{5.2 - e / 10}\t2.79\t4.97\t3.6057\n" for e in (1, 2, 3))
+    s, _ = _read(tmp_path, text)
+    assert _series(s, "loss") == ([(1, 5.1), (2, 5.0), (3, 4.9)])
+    assert _series(s, "eval_loss") == ([(1, 4.97), (2, 4.97), (3, 4.97)])
+
+
+def test_bare_step_value_lines_are_a_loss_with_a_problem(tmp_path: Path) -> None:
+    rows = [f"{76900 + 10 * i} {2.6 + i / 100}" for i in range(BARE_MIN_ROWS - 1)]
+    text = "...\n" + "\n".join(rows) + "\nSaving the model\n76990 nan\n"
+    s, problems = _read(tmp_path, text)
+    got = _series(s, "loss")
+    assert len(got) == BARE_MIN_ROWS and math.isnan(got[-1][1])
+    assert any(p.kind == "assumed_name" and p.count == BARE_MIN_ROWS for p in problems)
+
+
+def test_too_few_bare_lines_or_integer_columns_are_not_a_loss(tmp_path: Path) -> None:
+    few = "\n".join(f"{i} {i / 3:.3f}" for i in range(1, BARE_MIN_ROWS)) + "\n"
+    s, _ = _read(tmp_path, few)
+    assert s.empty
+    counts = "\n".join(f"{i} {i * 7}" for i in range(1, 3 * BARE_MIN_ROWS)) + "\n"
+    s, problems = _read(tmp_path, counts, "counts.log")
+    assert s.empty and not any(p.kind == "assumed_name" for p in problems)
+
+
+def test_structured_reading_never_doubles_a_log_the_line_parsers_read(tmp_path: Path) -> None:
+    text = ("step 10 loss 2.0\nstep 20 loss 1.5\n"
+            "Epoch: 3\nTrain Loss: 9.9\n")  # a block after lines that were read: not taken
+    s, _ = _read(tmp_path, text)
+    assert _series(s, "loss") == ([(10, 2.0), (20, 1.5)])
+
+
+def test_a_whole_run_directory_gets_a_verdict_from_blocks(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = []
+    for epoch in range(1, 13):
+        lines.append(f"Epoch: {epoch:02} | Epoch Time: 0m 57s")
+        loss = 0.69 - 0.03 * epoch if epoch < 10 else float("nan")
+        lines.append(f"\tTrain Loss: {loss:.3f} | Train Acc: {50 + epoch:.2f}%")
+    (run / "train.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    diagnosis = autopsy.diagnose(autopsy.load_run(run))
+    assert diagnosis.verdict.family.value == "nan_inf"
+    assert diagnosis.verdict.step == 10
