@@ -50,9 +50,20 @@ KNOWN_UNREAD_TEST_CASES = frozenset({
     "generic_log_animateanyone_load_data_time_19s_stall_every_few_steps_slow_issue_101",
     "generic_log_torch_imagenet_err_6_907_ln1000_top1_zero_epoch_11_issue_70",
     "generic_log_vindlu_pretrain_data_38s_of_40s_per_step_eta_20_days_slow_issue_10",
+    # collected 2026-11-26 (sixth batch): "nothing readable" in the test half
+    "generic_log_pose_estimation_loss_132_to_5_to_131_logging_artifact_healthy_issue_100",
 })
 #: Dev-half cases not read yet, each with the reason (a dev case is read or listed here).
 KNOWN_UNREAD_DEV_CASES: dict[str, str] = {
+    "deepspeed_log_init_distributed_hangs_main_process_port_0_issue_11": (
+        "three 'init_distributed' lines and nothing after: no metric and no event; that the "
+        "job hung there is the thread's word, not the log's"),
+    "generic_log_fashion_mnist_cnn_test_loss_rises_after_epoch_13_overfitting": (
+        "the log is a string inside a Python source file (logs/log.py); a run directory's "
+        ".py files are its code, never read as logs"),
+    "keras_stdout_kanji_cnn_three_fit_stages_val_spike_recovers_early_stop_healthy": (
+        "the Keras output is a string inside a Python source file (*_training_log.py); a run "
+        "directory's .py files are its code, never read as logs"),
 }
 
 

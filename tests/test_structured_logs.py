@@ -153,3 +153,26 @@ def test_a_whole_run_directory_gets_a_verdict_from_blocks(tmp_path: Path) -> Non
     diagnosis = autopsy.diagnose(autopsy.load_run(run))
     assert diagnosis.verdict.family.value == "nan_inf"
     assert diagnosis.verdict.step == 10
+
+
+def test_bare_counter_with_a_colon_and_two_unnamed_losses(tmp_path: Path) -> None:
+    # a GAN loop's print("{}: {}\t{}".format(step, d_loss, g_loss)), blown up from the start
+    text = "".join(f"{10 * i}: {'inf' if i == 0 else 'nan'}\tnan\n" for i in range(12))
+    log = tmp_path / "train.log"
+    log.write_text(text + "......\n", encoding="utf-8")
+    part = ranklogs.read(log, "train.log")
+    assert len(_series(part.scalars, "loss_1")) == 12 == len(_series(part.scalars, "loss_2"))
+    events = part.events
+    assert events[events["kind"] == "nan_loss"]["step"].tolist() == [0]
+
+
+def test_timestamped_step_lines_with_an_accuracy_only(tmp_path: Path) -> None:
+    lines = ["2018-04-14T05:55:41.833979 Training for 20000 epochs."]
+    for i in range(13):
+        lines.append(f"2018-04-14T05:{56 + i // 2:02d}:{(i % 2) * 30:02d}.271397 Step: "
+                     f"{200 * i}; Accuracy: {0.04 + (i % 3) / 100}; Time (200 Steps): 37.5")
+    s, _ = _read(tmp_path, "\n".join(lines) + "\n")
+    got = _series(s, "accuracy")
+    assert [step for step, _ in got] == [200 * i for i in range(13)]
+    walls = s[s["tag"] == "accuracy"]["wall_time"].tolist()
+    assert walls[1] - walls[0] == pytest.approx(30.0)

@@ -800,3 +800,20 @@ def test_data_wait_time_wins_over_a_workers_load_time(tmp_path: Path) -> None:
         "data_load_time: 8.745(8.745)  loss: 1.4612 (1.4779)  max cpu mem: 1757  max gpu "
         "mem: 30424\n"))
     assert [v for _, v in _series(s, "data_time")] == [0.0]
+
+
+def test_paddledetection_1x_quoted_loss_items_on_many_lines(tmp_path: Path) -> None:
+    # PaddleDetection 0.x/1.x (tools/train.py) logs its stats dict without braces:
+    # "iter: {}, lr: {:.6f}, {}, eta: {}, batch_cost: {:.5f} sec, ips: {:.5f} images/sec"
+    # with the dict's items as Python prints them ('loss': '24.061707'); enough lines
+    # here for the scanner to learn the line's shape and read the rest by it.
+    lines = []
+    for i in range(300):
+        loss = "nan" if i >= 250 else f"{24.0 - i / 100:.6f}"
+        lines.append(f"2022-03-09 15:20:28,459-INFO: iter: {i * 20}, lr: 0.000083, 'loss': "
+                     f"'{loss}', eta: 0:02:34, batch_cost: 0.00039 sec, ips: 5168.58164 "
+                     "images/sec")
+    s = _read(tmp_path, "\n".join(lines) + "\n")
+    got = _series(s, "loss")
+    assert len(got) == 300 and got[0] == (0, 24.0) and got[249][1] == pytest.approx(21.51)
+    assert got[250][0] == 5000 and all(math.isnan(v) for _, v in got[250:])

@@ -36,6 +36,7 @@ _GEN_STEP = re.compile(r"\b(?:[Ss]tep|[Ii]ter(?:ation)?|global_step)(?:\s*[:=#]|
 _GEN_PAIR = re.compile(
     r"\b(loss|lr|learning_rate|grad_norm|gnorm|loss_scale|ppl|data_time|compute_time|step_time"
     r"|iter_time|batch_time|(?<![\w.])time(?=\s*[:=]))\s*(?:[:=]\s*)?(" + _NUM + r")(?![\w.])")
+_QUOTED_PAIR = re.compile(r"'([A-Za-z_][\w/.]*)':\s*'?(" + _NUM + r")'?(?=[,\s]|$)")
 _LOGGING_STEPS = re.compile(r"logging_steps\s*[=:]\s*(\d+)")
 _BAR_AFTER = re.compile(rb"\r\s*\d+%\|[^|\r\n]*\|\s*(\d+)/(\d+) \[[^\r\n\x1b]*?\](?!\x1b\[A)")
 
@@ -162,6 +163,8 @@ def _parse_metrics(text: str, ctx: LineContext | None) -> MetricLine | None:
         got = parse_hf_dict(text)
         if got is not None:
             return got
+    if "': " in text:  # "'loss': '24.06'" items of a dict printed without its braces
+        text = _QUOTED_PAIR.sub(r"\1: \2", text)  # (PaddleDetection before 2.0)
     if "iteration" in text and "|" in text:
         got = parse_megatron(text)
         if got is not None:

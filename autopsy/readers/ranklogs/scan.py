@@ -381,8 +381,8 @@ def _read_structured(path: Path, rel: str, info: PathInfo, out: FileResult) -> N
     st = _State(rel, info, out)
     rank = info.rank
 
-    def emit(got: MetricLine, line: int) -> None:
-        _add_metric_line(st, got, rank, math.nan, line, "")
+    def emit(got: MetricLine, line: int, wall: float) -> None:
+        _add_metric_line(st, got, rank, wall, line, "")
 
     try:
         points, bare = read_structured(path, emit)
@@ -392,8 +392,9 @@ def _read_structured(path: Path, rel: str, info: PathInfo, out: FileResult) -> N
         points, bare = len(out.scalars), 0
     if bare:
         out.problems.append(Problem(
-            rel, f"{bare:,} lines of a bare step and number, with no name: read as the "
-                 "training loss", used="the second number as the loss", kind="assumed_name",
+            rel, f"{bare:,} lines of a bare step and numbers, with no name: read as the "
+                 "training loss", used="the numbers after the step as loss values",
+            kind="assumed_name",
             count=bare))
     if points:
         out.scalars.settle()

@@ -13,9 +13,14 @@ to :data:`STRUCTURE_MAX_BYTES`. Each layout below was met in public logs:
   ``*******train_loss,train_acc,valid_loss,valid_ac**********``) and rows of as many numbers
   under it; the step is the row's own ``epoch``/``step`` column, else the number of the last
   step line above the row, else the row's ordinal;
-* **bare columns**: lines of an integer and one number (``76930 2.6496577``), read as step
-  and loss only where at least :data:`BARE_MIN_ROWS` such lines have increasing steps and
-  values that are not all integers; a problem says the name was assumed.
+* **bare columns**: lines of an integer (a colon after it allowed) and one to
+  :data:`BARE_MAX_VALUES` numbers (``76930 2.6496577``, a GAN loop's ``10: nan nan``), read
+  as step and loss (``loss_1``, ``loss_2``... for several) only where at least
+  :data:`BARE_MIN_ROWS` such lines have increasing steps and values that are not all
+  integers; a problem says the names were assumed.
+
+A dated timestamp at the head of a line (``2018-04-14T05:56:02.271397 Step: 0; Accuracy:
+0.065;``) is the point's wall time and is not part of the layout.
 
 Every value goes through the scanner's own point path (so a NaN loss is a ``nan_loss``
 event as anywhere else). Memory is constant in the file's length: one block, one header
@@ -32,6 +37,7 @@ from pathlib import Path
 
 from autopsy.readers.ranklogs.lines import clean, iter_blocks, open_binary
 from autopsy.readers.ranklogs.metrics import _NUM, MetricLine
+from autopsy.readers.ranklogs.timestamps import parse_time
 
 #: Files larger than this are not searched again for these layouts (64 MiB: a log that
 #: large with no metric line the parsers know is not a training log of this kind, and a
@@ -40,6 +46,9 @@ STRUCTURE_MAX_BYTES = 64 << 20
 #: Bare ``step value`` lines needed before they are read as a loss curve (8: fewer such
 #: lines are as likely a table of counts as a training log).
 BARE_MIN_ROWS = 8
+#: The most numbers after the step of a bare line (4: a loop printing its losses unnamed
+#: prints two or three; a wider row of numbers is a table whose header is missing).
+BARE_MAX_VALUES = 4
 
 #: Words of a name that make it a metric worth keeping (the line adapters' own list, short).
 _METRIC_WORDS = ("loss", "acc", "lr", "learning", "ppl", "perplexity", "f1", "bleu", "auc",
@@ -58,6 +67,7 @@ _INT = re.compile(r"^\d+$")
 _SPLIT = re.compile(r"[\s,;|]+")
 _NAME = re.compile(r"^[A-Za-z][\w./@-]*$")
 _DECOR = "*=#-[]()<> \t"
+_STAMP = re.compile(r"^\W{0,2}\d{2,4}[-/]\d\d[-/]\d\d[T _]\d\d:\d\d:\d\d(?:[.,]\d+)?\W{0,3}")
 _EVAL_WORDS = ("val", "valid", "validation", "test", "eval", "dev")
 
 
@@ -65,13 +75,15 @@ _EVAL_WORDS = ("val", "valid", "validation", "test", "eval", "dev")
 class _Reader:
     """What one pass remembers: the open block, the header, the pending bare lines."""
 
-    emit: Callable[[MetricLine, int], None]
+    emit: Callable[[MetricLine, int, float], None]
     step: int | None = None
     block: list[tuple[str, float]] = field(default_factory=list)
     block_line: int = 0
+    block_wall: float = math.nan
+    wall: float = math.nan
     header: list[str] | None = None
     rows: int = 0
-    bare: list[tuple[int, float, int]] = field(default_factory=list)
+    bare: list[tuple[int, list[float], int, float]] = field(default_factory=list)
     bare_float: bool = False
     bare_kept: int = 0
     emitted: int = 0
@@ -79,26 +91,34 @@ class _Reader:
     def flush_block(self) -> None:
         if self.block and self.step is not None:
             self._emit(MetricLine("generic", self.step, self.block, stateless=False),
-                       self.block_line)
+                       self.block_line, self.block_wall)
         self.block = []
 
-    def _emit(self, got: MetricLine, line: int) -> None:
+    def _emit(self, got: MetricLine, line: int, wall: float) -> None:
         self.emitted += 1
-        self.emit(got, line)
+        self.emit(got, line, wall)
 
     def flush_bare(self) -> None:
         run, self.bare = self.bare, []
         floats, self.bare_float = self.bare_float, False
         if len(run) < BARE_MIN_ROWS or not floats:
             return
-        for step, value, line in run:
-            self._emit(MetricLine("generic", step, [("loss", value)], stateless=False), line)
+        for step, values, line, wall in run:
+            names = ["loss"] if len(values) == 1 else [f"loss_{i + 1}" for i in range(
+                len(values))]
+            self._emit(MetricLine("generic", step, list(zip(names, values, strict=True)),
+                                  stateless=False), line, wall)
         self.bare_kept += len(run)
 
     def line(self, text: str, number: int) -> None:
         stripped = text.strip()
         if not stripped:
             return
+        self.wall = math.nan
+        stamp = _STAMP.match(stripped)
+        if stamp is not None:
+            self.wall = parse_time(stripped)[0]
+            stripped = stripped[stamp.end():].strip()
         if self.header is not None and self._row(stripped, number):
             return
         if self._bare(stripped, number):  # a run of them survives lines of other text
@@ -108,6 +128,7 @@ class _Reader:
             self.flush_block()
             self.step = int(m.group(2))
             self.block_line = number
+            self.block_wall = self.wall
             self.rows = 0
             self._pairs(stripped[m.end():])
             return
@@ -148,18 +169,21 @@ class _Reader:
         if step is None:
             step = self.step if self.step is not None else self.rows
         if pairs:
-            self._emit(MetricLine("generic", step, pairs, stateless=False), number)
+            self._emit(MetricLine("generic", step, pairs, stateless=False), number, self.wall)
         return True
 
     def _bare(self, text: str, number: int) -> bool:
         cells = text.split()
-        if len(cells) != 2 or not _INT.match(cells[0]) or not _NUMBER.match(cells[1]):
+        if not 2 <= len(cells) <= BARE_MAX_VALUES + 1:
             return False
-        step = int(cells[0])
-        if self.bare and step <= self.bare[-1][0]:
+        lead = cells[0][:-1] if cells[0].endswith(":") else cells[0]
+        if not _INT.match(lead) or not all(_NUMBER.match(c) for c in cells[1:]):
+            return False
+        step = int(lead)
+        if self.bare and (step <= self.bare[-1][0] or len(cells) - 1 != len(self.bare[-1][1])):
             self.flush_bare()
-        self.bare.append((step, _float(cells[1]), number))
-        if not _INT.match(cells[1]):
+        self.bare.append((step, [_float(c) for c in cells[1:]], number, self.wall))
+        if not all(_INT.match(c) for c in cells[1:]):
             self.bare_float = True
         return True
 
@@ -206,9 +230,11 @@ def _lines(path: Path) -> Iterator[tuple[str, int]]:
                 number += 1
 
 
-def read_structured(path: Path, emit: Callable[[MetricLine, int], None]) -> tuple[int, int]:
+def read_structured(path: Path, emit: Callable[[MetricLine, int, float], None]
+                    ) -> tuple[int, int]:
     """Read ``path`` for blocks, tables and bare columns, giving each point to ``emit``
-    (the metric line and its line number); returns (points emitted, bare lines kept).
+    (the metric line, its line number and wall time, NaN where the line has no dated
+    timestamp); returns (points emitted, bare lines kept).
 
     Raises what reading the file raises (the caller records it as a problem)."""
     reader = _Reader(emit)
