@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from autopsy.formats import unpickle as su
+from autopsy.formats.unpickle import UnpickleError, scan
+from autopsy.formats.unpickle.danger import ALLOWED, DANGEROUS, UNVERIFIED, classify_global
 
 # --------------------------------------------------------------------------- the corpus
 #
@@ -525,3 +527,52 @@ def test_a_payload_in_the_storage_keys_pickle_of_a_legacy_file_is_reported() -> 
     got = load_torch(io.BytesIO(data[:ends[3]] + hostile + data[ends[4]:]))
     assert got.container == "torch_legacy"
     assert "os.system" in got.dangerous
+
+
+@pytest.mark.parametrize("name", [
+    "torch._utils._rebuild_tensor_v2", "torch.FloatStorage", "torch.bfloat16",
+    "torch.nn.modules.linear.Linear", "torch.distributed.checkpoint.filesystem._StorageInfo",
+    "transformers.training_args.TrainingArguments", "transformers.trainer_utils.IntervalStrategy",
+    "accelerate.utils.dataclasses.DistributedType", "omegaconf.dictconfig.DictConfig",
+    "numpy.core.multiarray._reconstruct", "numpy.dtypes.Float64DType", "collections.OrderedDict",
+    "argparse.Namespace", "platform.uname_result", "_codecs.encode",
+])
+def test_what_real_checkpoints_hold_is_allowed(name: str) -> None:
+    assert classify_global(name) == (ALLOWED, "")
+
+
+@pytest.mark.parametrize("name", [
+    "uuid._get_command_stdout", "__main__.Config", "transformers.utils.hub.cached_file",
+    "functools.partial", "torch.multiprocessing.Process", "mymodule.helpers.run",
+])
+def test_names_on_neither_list_are_unverified(name: str) -> None:
+    level, why = classify_global(name)
+    assert level == UNVERIFIED and why
+
+
+@pytest.mark.parametrize("name", ["posix.system", "builtins.eval", "torch.hub.load",
+                                  "torch.load", "subprocess.Popen"])
+def test_denylisted_names_stay_dangerous(name: str) -> None:
+    assert classify_global(name)[0] == DANGEROUS
+
+
+def test_a_dotted_qualname_through_a_trusted_module_is_dangerous() -> None:
+    # STACK_GLOBAL('torch', 'os.system') at protocol 4: find_class does getattr(torch, 'os')
+    data = (b"\x80\x04" + b"\x8c\x05torch\x94\x8c\x09os.system\x94\x93\x8c\x02id\x94\x85R"
+            + b"0N.")
+    got = scan(data)
+    assert got.attribute_paths == (("torch", "os.system"),)
+    assert "torch.os.system" in got.dangerous
+    unsafe, unverified = got.judged()
+    assert [n for n, _ in unsafe] == ["torch.os.system"] and not unverified
+    # a dotted path that reaches no dangerous module is still never allowed
+    harmless = b"\x80\x04\x8c\x01a\x94\x8c\x03B.C\x94\x93)R0N."
+    unsafe, unverified = scan(harmless).judged()
+    assert not unsafe and [n for n, _ in unverified] == ["a.B.C"]
+
+
+def test_the_names_before_a_parse_failure_are_kept() -> None:
+    data = b"\x80\x02cposix\nsystem\nX\x02\x00\x00\x00id\x85R\xff"
+    with pytest.raises(UnpickleError) as info:
+        scan(data)
+    assert info.value.globals_seen == ("posix.system",)

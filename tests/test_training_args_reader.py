@@ -142,3 +142,26 @@ def test_none_is_kept_for_main_keys_only(tmp_path: Path) -> None:
     config = config_of(training_args.read(path, "training_args.bin"))
     assert "max_grad_norm" in config and config["max_grad_norm"] is None
     assert "resume_from_checkpoint" not in config  # an extra key, None in the file
+
+
+class _OwnConfig:
+    """A class of this test module, pickled by reference (not among what args hold)."""
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+
+
+def test_real_args_name_nothing_unverified_and_a_users_class_is(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    args = make_args(tmp_path / "out", learning_rate=3e-4)
+    path = tmp_path / "training_args.bin"
+    torch.save(args, path)
+    part = training_args.read(path, "training_args.bin")
+    assert not [p for p in part.problems if p.kind in ("unsafe_pickle", "unverified_pickle")]
+    args.own = _OwnConfig(2)
+    torch.save(args, path)
+    part = training_args.read(path, "training_args.bin")
+    kinds = [p.kind for p in part.problems]
+    assert kinds == ["unverified_pickle"]
+    assert "_OwnConfig" in part.problems[0].what
+    assert config_of(part)["learning_rate"] == 3e-4

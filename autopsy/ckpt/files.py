@@ -37,6 +37,8 @@ class Loaded:
         obj: the unpickled object (tensors as ``TensorInfo``), the JSON value, or None.
         tensors: ``(key, TensorInfo)`` of every tensor in the file.
         unsafe: ``(dotted global, reason)`` of dangerous globals the pickle names.
+        unverified: ``(dotted global, reason)`` of globals on neither the denylist nor the
+            allowlist of what checkpoints hold (CKPT031).
         problems: integrity problems, one line each.
         error: why the file could not be read at all, or None.
         globals: every global the pickle named.
@@ -53,6 +55,7 @@ class Loaded:
     error: str | None = None
     globals: tuple[str, ...] = ()
     metadata: dict[str, str] = field(default_factory=dict)
+    unverified: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -115,14 +118,17 @@ class FileReader:
 
         try:
             meta = read_torch_meta(path)
-        except (ValueError, OSError) as exc:
-            return Loaded(path, self.rel(path), "torch", error=_one_line(exc))
+        except (ValueError, OSError) as exc:  # names seen before a pickle failed still count
+            return Loaded(path, self.rel(path), "torch", error=_one_line(exc),
+                          unsafe=list(getattr(exc, "unsafe", [])),
+                          unverified=list(getattr(exc, "unverified", [])))
         unsafe = list(meta.unsafe)
         if meta.container == "torch_legacy":
             known = {g for g, _ in unsafe}
             unsafe += [(g, why) for g, why in legacy_dangers(path) if g not in known]
         return Loaded(path, self.rel(path), "torch", obj=meta.obj, tensors=list(meta.tensors),
-                      unsafe=unsafe, problems=list(meta.problems), globals=tuple(meta.globals))
+                      unsafe=unsafe, problems=list(meta.problems), globals=tuple(meta.globals),
+                      unverified=list(meta.unverified))
 
     def _safetensors(self, path: Path) -> Loaded:
         empty = self._empty_file_error(path, "safetensors")
@@ -167,20 +173,23 @@ def legacy_dangers(path: Path) -> list[tuple[str, str]]:
     storage-key list as well as the object, so a payload in any of them runs; each is
     read here with the restricted unpickler (nothing is imported or called).
     """
-    from autopsy.formats.unpickle import UnpickleError, danger_reason, scan
+    from autopsy.formats.unpickle import UnpickleError, scan
+    from autopsy.formats.unpickle.loader import judge_globals
 
     found: list[tuple[str, str]] = []
+
+    def add(unsafe: list[tuple[str, str]]) -> None:
+        found.extend(p for p in unsafe if all(p[0] != g for g, _ in found))
+
     try:
         with open(path, "rb") as fh:
             for _ in range(LEGACY_PICKLES):
                 try:
                     unpickled = scan(fh)
-                except UnpickleError:
+                except UnpickleError as exc:  # what it named before failing counts
+                    add(judge_globals(exc.globals_seen, exc.attribute_paths_seen)[0])
                     break
-                for name in (*unpickled.globals, *unpickled.mutated_globals):
-                    why = danger_reason(name)
-                    if why is not None and all(name != g for g, _ in found):
-                        found.append((name, why))
+                add(unpickled.judged()[0])
     except OSError:
         pass
     return found

@@ -37,7 +37,7 @@ from autopsy.formats.tensor_storage import (
 )
 from autopsy.formats.tensorinfo import ITEMSIZE, MAX_NUMEL, TensorInfo
 from autopsy.formats.torchzip import ZipIndex, read_zip_directory, salvage_zip
-from autopsy.formats.unpickle import Call, UnpickleError, danger_reason, load_torch, scan
+from autopsy.formats.unpickle import Call, UnpickleError, load_torch, scan
 from autopsy.formats.unpickle.loader import Unpickled, scan_stream
 from autopsy.formats.unpickle.torchfile import TORCH_LEGACY_MAGIC, archive_of, pick_data_pkl
 
@@ -58,6 +58,8 @@ class TorchMeta:
         globals: every dotted global the pickle referenced.
         unsafe: ``(dotted global, reason)`` for the dangerous ones.
         problems: integrity problems, one readable line each.
+        unverified: ``(dotted global, reason)`` for those on neither the denylist nor the
+            allowlist (:func:`autopsy.formats.unpickle.danger.classify_global`).
     """
 
     path: str
@@ -67,6 +69,16 @@ class TorchMeta:
     globals: tuple[str, ...] = ()
     unsafe: list[tuple[str, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    unverified: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _format_error(message: str, exc: UnpickleError) -> CheckpointFormatError:
+    """The one-line error of an unreadable pickle, with the globals it named before failing."""
+    from autopsy.formats.unpickle.loader import judge_globals
+
+    err = CheckpointFormatError(message)
+    err.unsafe, err.unverified = judge_globals(exc.globals_seen, exc.attribute_paths_seen)
+    return err
 
 
 @dataclass(frozen=True)
@@ -115,7 +127,7 @@ def _read_zip(fh: IO[bytes], path: str, size: int) -> tuple[Unpickled, dict[str,
         try:
             unpickled = load_torch(path)
         except UnpickleError as exc:
-            raise CheckpointFormatError(f"{path}: not a readable torch zip file: {exc}") \
+            raise _format_error(f"{path}: not a readable torch zip file: {exc}", exc) \
                 from exc
     storages = _storages(unpickled)
     archive = unpickled.meta.get("archive", "")
@@ -162,7 +174,7 @@ def _read_legacy_or_pickle(fh: IO[bytes], path: str, size: int) -> tuple[
         sys_info = scan_stream(fh, _LIMITS)
         main = scan_stream(fh, _LIMITS)
     except UnpickleError as exc:
-        raise CheckpointFormatError(f"{path}: not a readable pickle or torch file: {exc}") \
+        raise _format_error(f"{path}: not a readable pickle or torch file: {exc}", exc) \
             from exc
     parts = [first, version, sys_info, main]
     unpickled = _legacy(parts, main, version.obj, sys_info.obj)
@@ -175,7 +187,9 @@ def _read_legacy_or_pickle(fh: IO[bytes], path: str, size: int) -> tuple[
         if storages:
             problems.append(f"the list of storage keys after the pickle is unreadable ({exc}); "
                             "no storage can be located")
-        return unpickled, located, problems
+        # what it named before failing counts: torch.load would have run it
+        seen = Unpickled(None, exc.globals_seen, attribute_paths=exc.attribute_paths_seen)
+        return _legacy([*parts, seen], main, version.obj, sys_info.obj), located, problems
     # torch.load unpickles all five pickles: a payload in any of them counts.
     unpickled = _legacy([*parts, keys_pickle], main, version.obj, sys_info.obj)
     keys = keys_pickle.obj
@@ -219,8 +233,10 @@ def _legacy(parts: list[Unpickled], main: Unpickled, version: Any, sys_info: Any
     """The legacy file's object, with the names referenced by every one of its pickles."""
     names = tuple(dict.fromkeys(n for p in parts for n in p.globals))
     mutated = tuple(dict.fromkeys(n for p in parts for n in p.mutated_globals))
+    paths = tuple(dict.fromkeys(a for p in parts for a in p.attribute_paths))
     return Unpickled(main.obj, names, mutated, main.persistent_ids, container="torch_legacy",
-                     meta={"protocol_version": version, "sys_info": sys_info})
+                     meta={"protocol_version": version, "sys_info": sys_info},
+                     attribute_paths=paths)
 
 
 def _missing_line(missing: list[str], storages: dict[str, StorageRef], what: str) -> str:
@@ -378,7 +394,6 @@ def read_torch_meta(path: str | os.PathLike[str]) -> TorchMeta:
     except RecursionError:
         obj = unpickled.obj
         problems.append("object nested too deeply to list its tensors")
-    unsafe = [(g, danger_reason(g) or "a BUILD tries to set attributes on this global")
-              for g in unpickled.dangerous]
+    unsafe, unverified = unpickled.judged()
     return TorchMeta(name, container, obj, converter.tensors, unpickled.globals, unsafe,
-                     [*problems, *converter.problems])
+                     [*problems, *converter.problems], unverified)

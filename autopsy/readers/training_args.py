@@ -118,14 +118,21 @@ def read(path: Path, rel: str) -> RunPart:
                                      kind=kind))
         return part
     found = _find_args(loaded.obj)
-    dangerous = loaded.dangerous
-    if dangerous:
-        names = ", ".join(dangerous)
+    unsafe, unverified = loaded.judged()
+    if unsafe:
+        names = ", ".join(g for g, _ in unsafe)
         part.problems.append(Problem(
             rel, f"{rel} references {names}, which would run code when unpickled; "
             "autopsy did not execute it",
             used="the plain values beside it" if found else "", kind="unsafe_pickle",
-            count=len(dangerous)))
+            count=len(unsafe)))
+    if unverified:
+        names = ", ".join(g for g, _ in unverified)
+        part.problems.append(Problem(
+            rel, f"{rel} references {names}, which autopsy cannot vouch for (not among the "
+            "globals training arguments hold); autopsy did not execute it",
+            used="the plain values beside it" if found else "", kind="unverified_pickle",
+            count=len(unverified)))
     if found is None:
         part.problems.append(Problem(rel, "no TrainingArguments object (nothing with a "
                                      "learning_rate) in the file", kind="unexpected_structure"))

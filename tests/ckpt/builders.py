@@ -896,7 +896,17 @@ def nan_moments(built: Built, name: str | None = None, *, param: int = 0,
 DANGEROUS = {
     "os.system": ("posix", "system"),
     "builtins.exec": ("builtins", "exec"),
+    # os.system reached as an attribute of a trusted module: find_class resolves the dotted
+    # name with getattr (protocol 4), so torch.load(weights_only=False) calls os.system
+    "torch.os.system": ("torch", "os.system"),
+    # a standard-library function that runs the command it is given (no denylist names it)
+    "uuid._get_command_stdout": ("uuid", "_get_command_stdout"),
 }
+
+#: What follows the call in a masked payload, so that the pickle fails to parse *after* the
+#: call has run (under torch.load): nothing (a POP, then the file's own object), an opcode
+#: that does not exist, a BUILD of the call's result into a list, or into an OrderedDict.
+MASKS = ("none", "bad_opcode", "build_on_list", "ordered_dict_build")
 
 
 def marker_command(target: str, marker: Path) -> str:
@@ -918,31 +928,53 @@ def _opcode_prefix(target: str, marker: Path, opcode: str = "reduce") -> bytes:
     and name as strings, STACK_GLOBAL (protocol 4), the argument, TUPLE1, REDUCE.
     """
     module, name = DANGEROUS[target]
-    arg = marker_command(target, marker).encode("utf-8")
 
     def text(value: bytes) -> bytes:
         return b"X" + len(value).to_bytes(4, "little") + value  # BINUNICODE
 
+    if target == "uuid._get_command_stdout":  # (command, *args): "touch", the marker
+        args, tuple_op = text(b"touch") + text(str(marker).encode()), b"\x86"  # TUPLE2
+    else:
+        args, tuple_op = text(marker_command(target, marker).encode("utf-8")), b"\x85"
     glob = b"c" + module.encode() + b"\n" + name.encode() + b"\n"  # GLOBAL
     calls = {
-        "reduce": glob + text(arg) + b"\x85" + b"R",
-        "inst": b"(" + text(arg) + b"i" + module.encode() + b"\n" + name.encode() + b"\n",
-        "obj": b"(" + glob + text(arg) + b"o",
-        "stack_global": text(module.encode()) + text(name.encode()) + b"\x93" + text(arg)
-        + b"\x85" + b"R",
+        "reduce": glob + args + tuple_op + b"R",
+        "inst": b"(" + args + b"i" + module.encode() + b"\n" + name.encode() + b"\n",
+        "obj": b"(" + glob + args + b"o",
+        "stack_global": text(module.encode()) + text(name.encode()) + b"\x93" + args
+        + tuple_op + b"R",
     }
     return calls[opcode] + b"0"  # POP: the file's own object follows, untouched
 
 
-def splice_payload(data: bytes, target: str, marker: Path, opcode: str = "reduce") -> bytes:
-    """``data`` (a pickle) with a call of ``target`` run before its own object is built."""
+def masked_payload(target: str, marker: Path, mask: str, opcode: str = "reduce") -> bytes:
+    """The call of ``target`` followed by ``mask`` (:data:`MASKS`): the bytes torch.load
+    would run before it fails on what follows."""
+    call = _opcode_prefix(target, marker, opcode)[:-1]  # without its POP
+    if mask == "none":
+        return call + b"0"
+    if mask == "bad_opcode":
+        return call + b"\xff"
+    if mask == "build_on_list":
+        return b"]" + call + b"b"
+    if mask == "ordered_dict_build":
+        return b"ccollections\nOrderedDict\n)R" + call + b"b"
+    raise ValueError(mask)
+
+
+def splice_payload(data: bytes, target: str, marker: Path, opcode: str = "reduce",
+                   mask: str = "none") -> bytes:
+    """``data`` (a pickle) with a call of ``target`` run before its own object is built
+    (``mask``: what follows the call, :data:`MASKS`)."""
     head = b""
     if data[:1] == b"\x80":  # PROTO n stays first
         head, data = data[:2], data[2:]
-    return head + _opcode_prefix(target, marker, opcode) + data
+    if "." in DANGEROUS[target][1]:  # a dotted name is resolved from protocol 4 on only
+        head = b"\x80\x04"
+    return head + masked_payload(target, marker, mask, opcode) + data
 
 
-def _splice_zip(path: Path, target: str, marker: Path, opcode: str) -> str:
+def _splice_zip(path: Path, target: str, marker: Path, opcode: str, mask: str = "none") -> str:
     """Rewrite a torch zip with the payload spliced into its ``data.pkl``; returns its name."""
     with zipfile.ZipFile(path) as zin:
         members = [(info, zin.read(info)) for info in zin.infolist()]
@@ -951,7 +983,7 @@ def _splice_zip(path: Path, target: str, marker: Path, opcode: str) -> str:
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zout:
         for info, data in members:
             if info.filename == pkl:
-                data = splice_payload(data, target, marker, opcode)
+                data = splice_payload(data, target, marker, opcode, mask)
             zout.writestr(info.filename, data)
     path.write_bytes(buf.getvalue())
     return pkl
@@ -959,7 +991,7 @@ def _splice_zip(path: Path, target: str, marker: Path, opcode: str) -> str:
 
 def hostile_pickle(built: Built, name: str = "training_args.bin", *,
                    target: str = "os.system", marker: Path | None = None,
-                   opcode: str = "reduce") -> Built:
+                   opcode: str = "reduce", mask: str = "none") -> Built:
     """Make one pickle file of a checkpoint call ``target`` (``os.system``/``builtins.exec``).
 
     The payload (a call by ``opcode``, one of :data:`OPCODES`: REDUCE by default, INST, OBJ,
@@ -973,15 +1005,15 @@ def hostile_pickle(built: Built, name: str = "training_args.bin", *,
     path = built.file(name)
     marker = marker or built.path.with_name(built.path.name + ".PWNED")
     if zipfile.is_zipfile(path):
-        member = _splice_zip(path, target, marker, opcode)
+        member = _splice_zip(path, target, marker, opcode, mask)
     else:
-        path.write_bytes(splice_payload(path.read_bytes(), target, marker, opcode))
+        path.write_bytes(splice_payload(path.read_bytes(), target, marker, opcode, mask))
         member = None
     dotted = ".".join(DANGEROUS[target])
     component = component_of(path.name) if built.path.is_dir() else "weights"
     return _broken(built, component, f"{path.name} calls {dotted}",
                    file=path.name, member=member, global_name=dotted, marker=str(marker),
-                   opcode=opcode)
+                   opcode=opcode, mask=mask)
 
 
 def pickle_globals(path: Path) -> list[str]:

@@ -160,5 +160,81 @@ def test_payload_in_every_pickle_protocol(tmp_path: Path, protocol: int, target:
                                              marker))
     audit = audit_path(path).picked
     assert not marker.exists()
-    assert "CKPT030" in _codes(audit)
+    # a function no denylist names is unverifiable (CKPT032), the others dangerous
+    assert ("CKPT032" if target == "uuid._get_command_stdout" else "CKPT030") in _codes(audit)
     assert ".".join(builders.DANGEROUS[target]) in " ".join(f.message for f in audit.findings)
+
+
+#: (target, mask, opcode) of the payloads a denylist let through: a dotted name resolved
+#: through a trusted module, a standard-library function that runs a command, and calls
+#: masked by bytes that make the parse fail after them.
+_EVASIONS = [
+    ("torch.os.system", "none", "stack_global"),
+    ("torch.os.system", "none", "reduce"),
+    ("uuid._get_command_stdout", "none", "reduce"),
+    ("os.system", "bad_opcode", "reduce"),
+    ("os.system", "build_on_list", "reduce"),
+    ("os.system", "ordered_dict_build", "reduce"),
+    ("uuid._get_command_stdout", "bad_opcode", "stack_global"),
+]
+
+
+def _torch_load_runs_it(path: Path, marker: Path) -> bool:
+    """Whether torch.load(weights_only=False) runs the payload (in a child process; the
+    payload only creates ``marker`` in the test's temp folder)."""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", "import sys, torch\ntry:\n    torch.load(sys.argv[1], "
+                    "weights_only=False)\nexcept Exception:\n    pass\n", str(path)],
+                   check=False, capture_output=True, timeout=120)
+    return marker.exists()
+
+
+@pytest.mark.parametrize(("target", "mask", "opcode"), _EVASIONS)
+@pytest.mark.parametrize("name", ["optimizer.pt", "training_args.bin"])
+def test_payloads_a_denylist_misses_are_never_called_safe(
+        hf_run: builders.Built, tmp_path: Path, name: str, target: str, mask: str,
+        opcode: str) -> None:
+    marker = tmp_path / "PWNED"
+    built = builders.copy_built(hf_run, tmp_path / "run")
+    built = builders.hostile_pickle(built, name, target=target, marker=marker, mask=mask,
+                                    opcode=opcode)
+    audit = audit_path(built.run_dir).picked
+    assert not marker.exists()  # autopsy ran nothing
+    assert not audit.resumable
+    assert _codes(audit) & {"CKPT030", "CKPT032"}
+    shown = " ".join(f.message for f in audit.findings if f.code in ("CKPT030", "CKPT032"))
+    assert ".".join(builders.DANGEROUS[target]) in shown
+    if mask != "none":  # the parse fails after the call: unreadable, and still reported
+        assert "CKPT020" in _codes(audit)
+    if target == "torch.os.system":  # an attribute path to os: dangerous, not just unknown
+        assert "CKPT030" in _codes(audit)
+    # the payload is real: torch.load(weights_only=False) runs it
+    assert _torch_load_runs_it(built.file(name), marker)
+
+
+def test_globals_real_checkpoints_hold_are_not_flagged(hf_run: builders.Built) -> None:
+    audit = audit_path(hf_run.run_dir).picked
+    assert not _codes(audit) & {"CKPT030", "CKPT032"}
+
+
+def test_a_class_of_the_users_own_is_unverifiable_not_dangerous(hf_run: builders.Built,
+                                                               tmp_path: Path) -> None:
+    import torch
+
+    built = builders.copy_built(hf_run, tmp_path / "run")
+    path = built.file("training_args.bin")
+    args = torch.load(path, weights_only=False)  # the Trainer's own file
+    torch.save({"args": args, "extra": _UserConfig(3)}, path)
+    audit = audit_path(built.run_dir).picked
+    assert "CKPT032" in _codes(audit) and "CKPT030" not in _codes(audit)
+    finding = next(f for f in audit.findings if f.code == "CKPT032")
+    assert "_UserConfig" in finding.message and finding.cause == "unsafe_pickle"
+
+
+class _UserConfig:
+    """A class of the test module's own, pickled by reference."""
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth

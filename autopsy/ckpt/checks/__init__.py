@@ -103,6 +103,16 @@ CHECKS: dict[str, CheckDoc] = {c.code: c for c in (
              "The file references a dangerous global (os.system, subprocess, builtins.eval, "
              "...). autopsy never ran it; torch.load(weights_only=False) would. Do not resume "
              "from it; find where it came from."),
+    CheckDoc("CKPT032", "unverifiable-pickle", "unsafe_pickle",
+             "A pickle in the checkpoint names a global autopsy cannot vouch for",
+             "The file references a global that is on neither the list of dangerous names nor "
+             "the allowlist of what real checkpoints hold (torch's rebuilds, storages and "
+             "dtypes, numpy's reconstruction, the standard value types, the classes of the "
+             "training libraries): a standard-library function under a harmless name, a "
+             "dotted attribute path, a class of your own. Loading it with torch.load("
+             "weights_only=False) runs whatever it is; torch.load(weights_only=True) refuses "
+             "it. autopsy never ran it. Resume only if you know what the name is and trust "
+             "the file's origin."),
     CheckDoc("CKPT031", "nonfinite-state", "nonfinite_state",
              "Weights or optimizer moments hold NaN or Inf",
              "Found with --scan-values. A NaN in exp_avg_sq makes every update NaN, so every "

@@ -1,5 +1,6 @@
 """Integrity and safety: unreadable or damaged files (CKPT020), absent shards (CKPT021),
-torn saves (CKPT007), dangerous pickles (CKPT030)."""
+torn saves (CKPT007), dangerous pickles (CKPT030), pickles naming globals that cannot be
+vouched for (CKPT032)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,23 @@ def check(judge: Judge) -> None:
                           for g, why in unsafe],
                 advice=["do not resume from this checkpoint; find out who wrote that file",
                         "load only with torch.load(weights_only=True), which refuses it"])
+        unverified = [(g, why) for g, why in loaded.unverified if g not in BENIGN_GLOBALS]
+        if unverified:
+            names = ", ".join(g for g, _ in unverified)
+            if not unsafe:
+                judge.mark(part, Status.UNSAFE, f"{loaded.rel} references {names}")
+            judge.fail(
+                "CKPT032",
+                f"{loaded.rel} references {names}, which autopsy cannot vouch for: "
+                "torch.load(weights_only=False) would run whatever it is, and torch.load("
+                "weights_only=True) refuses it. autopsy never executed it.",
+                severity=Severity.ERROR, confidence=0.7,
+                evidence=[Evidence(f"{loaded.rel}: {g} ({why})", source=loaded.rel, key=g)
+                          for g, why in unverified],
+                advice=["resume from it only if you know what that name is and trust where "
+                        "the file came from",
+                        "otherwise resume from an older checkpoint, or load the weights alone "
+                        "with torch.load(weights_only=True)"])
         if loaded.error is not None:
             torn = any(w in loaded.error.lower() for w in _TORN_WORDS)
             judge.mark(part, Status.CORRUPT, f"{loaded.rel}: {loaded.error}")

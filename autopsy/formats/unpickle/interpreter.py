@@ -61,6 +61,8 @@ class SafeUnpickler:
         self.globals: dict[str, None] = {}
         self.persistent_ids: list[Any] = []
         self.mutated_globals: dict[str, None] = {}
+        #: (module, qualname) of globals named by a dotted qualname (an attribute path)
+        self.attribute_paths: dict[tuple[str, str], None] = {}
         self._buffers = 0
         self._dispatch: dict[int, Callable[[], None]] = {
             code[0]: getattr(self, f"_op_{name}") for code, name in _OPCODES.items()
@@ -138,6 +140,8 @@ class SafeUnpickler:
                 module = _compat_pickle.IMPORT_MAPPING[module]
         ref = Global(module, name)
         self.globals.setdefault(ref.dotted_name, None)
+        if "." in name:
+            self.attribute_paths.setdefault((module, name), None)
         return ref
 
     def _call(self, func: Any, args: Any, kwargs: Any = None, kind: str = "reduce") -> Any:

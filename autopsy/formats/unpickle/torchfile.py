@@ -87,17 +87,22 @@ def _torch_legacy_or_pickle(fh: IO[bytes], limits: dict[str, int]) -> Unpickled:
     sys_info = scan_stream(fh, limits)
     main = scan_stream(fh, limits)
     parts: tuple[Unpickled, ...] = (first, version, sys_info, main)
+    seen: tuple[str, ...] = ()
+    seen_paths: tuple[tuple[str, str], ...] = ()
     try:  # the list of storage keys: torch.load unpickles it too
         parts += (scan_stream(fh, limits),)
-    except UnpickleError:
-        pass  # torn or absent: the object above is still what the file holds
+    except UnpickleError as exc:  # torn or absent: the object above is still what the
+        seen, seen_paths = exc.globals_seen, exc.attribute_paths_seen  # file holds
     # Every one of these pickles can hide a payload (one that still leaves the magic
     # number on the stack, say): report what any of them references.
-    names = tuple(dict.fromkeys(n for part in parts for n in part.globals))
+    names = tuple(dict.fromkeys([*(n for part in parts for n in part.globals), *seen]))
     mutated = tuple(dict.fromkeys(n for part in parts for n in part.mutated_globals))
+    paths = tuple(dict.fromkeys([*(p for part in parts for p in part.attribute_paths),
+                                 *seen_paths]))
     return Unpickled(main.obj, names, mutated, main.persistent_ids,
                      container="torch_legacy",
-                     meta={"protocol_version": version.obj, "sys_info": sys_info.obj})
+                     meta={"protocol_version": version.obj, "sys_info": sys_info.obj},
+                     attribute_paths=paths)
 
 
 def load_torch(
