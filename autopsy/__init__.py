@@ -32,3 +32,8 @@ def __getattr__(name: str) -> Any:
 
         return Run
     raise AttributeError(f"module 'autopsy' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public API (loaded lazily, so the module's namespace does not show it)."""
+    return sorted(set(__all__) | {"__doc__", "__name__", "__version__"})

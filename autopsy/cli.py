@@ -65,6 +65,11 @@ def _reading_progress() -> Any:
     return stderr_progress()
 
 
+def _stdout_dash(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``-o -`` is standard output, as for most command-line tools (not a file named ``-``)."""
+    return None if value == "-" else value
+
+
 def _format_from(fmt: str | None, output: str | None, allowed: tuple[str, ...],
                  default: str) -> str:
     if fmt:
@@ -122,6 +127,10 @@ def rule_options(func: F) -> F:
         extra = [f"SLOW005.gpu={gpu}"] if gpu else []
         if peak_flops is not None:
             extra.append(f"SLOW005.peak_flops={peak_flops!r}")
+        for key in ("select", "ignore"):  # --select NAN,CFG as ruff takes it
+            if kwargs.get(key):
+                kwargs[key] = tuple(part.strip() for value in kwargs[key]
+                                    for part in value.split(",") if part.strip())
         return func(*args, sets=(*extra, *sets), **kwargs)
 
     options = [
@@ -130,9 +139,10 @@ def rule_options(func: F) -> F:
                           "Repeatable."),
         click.option("--select", multiple=True, metavar="RULE",
                      help="Run only these rules: a code (NAN001), a code prefix (NAN), a "
-                          "family (nan_inf) or a rule name. Repeatable."),
+                          "family (nan_inf) or a rule name; a comma list (NAN,CFG) or "
+                          "repeated."),
         click.option("--ignore", multiple=True, metavar="RULE",
-                     help="Do not run these rules (same forms as --select). Repeatable."),
+                     help="Do not run these rules (same forms as --select)."),
         click.option("--config", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      help="A pyproject.toml with a [tool.autopsy] table (default: the nearest "
                           "one from the current directory up)."),
@@ -154,7 +164,8 @@ def rule_options(func: F) -> F:
               help="Output format (default: text, or from the -o extension: .json, .md, "
                    ".html).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the report to this file instead of stdout.")
+              callback=_stdout_dash,
+              help="Write the report to this file instead of stdout (- is stdout).")
 @click.option("-v", "--verbose", is_flag=True,
               help="Text report: also every finding's evidence and the full tables of "
                    "sources, tags and config.")
@@ -243,7 +254,8 @@ def _render_rich_report(run: Any, diagnosis: Any, fmt: str, out: Any, output: st
               help="Output format (default: text, or from the -o extension: .json, .md, "
                    ".html).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the report to this file instead of stdout.")
+              callback=_stdout_dash,
+              help="Write the report to this file instead of stdout (- is stdout).")
 @click.option("-v", "--verbose", is_flag=True,
               help="Text report: also every finding's evidence and the tables of what was read.")
 @rule_options
@@ -330,7 +342,8 @@ CKPT_EPILOG = ("Exit codes: 0 the picked checkpoint is resumable (an exact resum
               help="Output format (default: text, or from the -o extension: .json, .md, "
                    ".html).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the report to this file instead of stdout.")
+              callback=_stdout_dash,
+              help="Write the report to this file instead of stdout (- is stdout).")
 @click.option("-v", "--verbose", is_flag=True,
               help="Text report: every evidence line, and the findings of every checkpoint.")
 @library_errors
@@ -478,7 +491,7 @@ def explain(code: str) -> None:
         (s for s in registry.values() if s.name == code.strip()), None)
     if spec is None:
         _fail(f"unknown rule {code!r}; `autopsy rules` lists them (checkpoint checks: "
-              "CKPT001..CKPT031, see docs/ckpt.md)")
+              "CKPT001..CKPT032, see docs/ckpt.md)")
     click.echo(explain_text(spec), nl=False)
 
 
@@ -543,6 +556,7 @@ def _emit(output: str | None, write: Callable[[Any], None]) -> None:
 @click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default=None,
               help="Output format (default: csv, or from the -o extension).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              callback=_stdout_dash,
               help="Write to this file instead of stdout (required for parquet).")
 @library_errors
 def timeline(run_dir: Path, tags: tuple[str, ...], sources: tuple[str, ...], fmt: str | None,

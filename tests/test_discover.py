@@ -31,12 +31,24 @@ def test_symlink_loop_is_walked_once(tb_run: Path) -> None:
     assert len(event_sources) == 1
 
 
-def test_symlinked_directory_is_followed(tb_run: Path, tmp_path: Path) -> None:
-    elsewhere = tmp_path / "elsewhere"
-    (tb_run / "runs").rename(elsewhere)
-    os.symlink(elsewhere, tb_run / "runs")
+def test_symlinked_directory_is_followed_inside_the_run_only(tb_run: Path,
+                                                            tmp_path: Path) -> None:
+    inside = tb_run / "stored" / "runs"
+    inside.parent.mkdir()
+    (tb_run / "runs").rename(inside)
+    os.symlink(inside, tb_run / "runs")
     run = load_run(tb_run)
     assert any(s.reader == "tensorboard" for s in run.sources)
+    # a folder linked from outside the run is not walked (a link to / would walk the
+    # system): a problem names it
+    elsewhere = tmp_path / "elsewhere"
+    inside.rename(elsewhere)
+    (tb_run / "runs").unlink()
+    os.symlink(elsewhere, tb_run / "runs")
+    run = load_run(tb_run)
+    assert not any(s.reader == "tensorboard" for s in run.sources)
+    assert [p.source for p in run.problems if p.kind == "outside_link"] == ["runs"]
+    assert any(s.reader == "tensorboard" for s in load_run(tb_run / "runs").sources)
 
 
 def test_nothing_is_written_into_the_run(tb_run: Path, snapshot) -> None:

@@ -210,7 +210,8 @@ def find_checkpoints(root: Path) -> list[CheckpointRef]:
     """Every checkpoint at or under ``root``, oldest first.
 
     ``root`` itself is one when it is a checkpoint file or folder. Otherwise its
-    folders are searched (``MAX_DEPTH`` levels, symlinked folders once) and loose
+    folders are searched (``MAX_DEPTH`` levels, symlinked folders once, and only those
+    inside ``root``: a link to ``/`` is not a search of the system) and loose
     checkpoint files are taken in folders that are not checkpoints themselves.
     Weights-only files beside ``checkpoint-N/`` folders (the final model an HF
     output dir holds) are not checkpoints a resume would pick, and are skipped.
@@ -221,9 +222,15 @@ def find_checkpoints(root: Path) -> list[CheckpointRef]:
     layout = detect_dir(root)
     if layout is not None and not (layout is Layout.DEEPSPEED and (root / "latest").exists()):
         return [_ref(root, layout)]
+    from autopsy.readers.discover import _inside
+
     found: list[CheckpointRef] = []
     seen: set[tuple[int, int]] = set()
     stack: list[tuple[Path, int]] = [(root, 0)]
+    try:
+        base = root.resolve()
+    except (OSError, RuntimeError):
+        base = root.absolute()
     while stack:
         folder, depth = stack.pop()
         try:
@@ -240,6 +247,8 @@ def find_checkpoints(root: Path) -> list[CheckpointRef]:
             if name.startswith(".") or name in ("__pycache__", "runs", "wandb", "logs"):
                 continue
             if child.is_dir():
+                if child.is_symlink() and not _inside(child, base):
+                    continue  # a folder linked from outside the run is not searched
                 sub = detect_dir(child)
                 if sub is Layout.DEEPSPEED and (child / "latest").exists():
                     stack.append((child, depth + 1))

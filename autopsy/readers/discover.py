@@ -1,7 +1,11 @@
 """Walk a run directory, recognise each file, and dispatch it to its reader.
 
-Discovery reads only: it never writes anything into the run directory. It follows
-symlinked directories once (a visited set of ``(st_dev, st_ino)`` breaks loops),
+Discovery reads only: it never writes anything into the run directory. It walks a
+symlinked folder only where it lies inside the run (a link out of it, say to ``/``, is a
+recorded ``outside_link`` problem, not a walk of the system; a linked *file* is read
+wherever it lies, as the Hugging Face hub cache links every file to its blob), and
+symlinked directories once
+(a visited set of ``(st_dev, st_ino)`` breaks loops),
 records every file it has no reader for, and turns a reader's unexpected failure
 into a recorded problem instead of a crash.
 """
@@ -69,6 +73,10 @@ def walk_files(root: Path, problems: list[Problem]) -> Iterator[Path]:
     seen: set[tuple[int, int]] = set()
     stack: list[Path] = [root]
     count = 0
+    try:
+        base = root.resolve()
+    except (OSError, RuntimeError):
+        base = root.absolute()
     while stack:
         directory = stack.pop()
         try:
@@ -90,6 +98,14 @@ def walk_files(root: Path, problems: list[Problem]) -> Iterator[Path]:
         subdirs: list[Path] = []
         for entry in entries:
             try:
+                if (entry.is_symlink() and entry.is_dir()
+                        and not _inside(Path(entry.path), base)):
+                    problems.append(Problem(
+                        printable_name(os.path.relpath(entry.path, root)),
+                        "a symbolic link to the folder "
+                        f"{printable_name(os.readlink(entry.path))}, outside the run: not "
+                        "walked (give it to autopsy itself to read it)", kind="outside_link"))
+                    continue
                 if entry.is_dir():
                     if entry.name not in SKIP_DIRS:
                         subdirs.append(Path(entry.path))
@@ -103,6 +119,15 @@ def walk_files(root: Path, problems: list[Problem]) -> Iterator[Path]:
             except OSError:
                 continue
         stack.extend(reversed(subdirs))
+
+
+def _inside(link: Path, base: Path) -> bool:
+    """Whether the symbolic link ``link`` resolves to a place inside ``base``."""
+    try:
+        target = link.resolve()
+    except (OSError, RuntimeError):  # a loop of links: not followed
+        return False
+    return target == base or target.is_relative_to(base)
 
 
 def discover(root: Path, paths: list[Path] | None = None) -> Discovery:

@@ -44,10 +44,16 @@ def dumps(report: dict[str, Any]) -> str:
 
 def rank_rows(status: Any) -> list[dict[str, Any]]:
     """The ``ranks`` array of the ``autopsy ranks`` report: one object per rank."""
+    import pandas as pd
+
+    keys = [str(k) for k in status.columns]
+    columns = [status[k].astype(object).where(status[k].notna(), None).tolist()
+               for k in status.columns]  # column by column: no Series per row
     rows = []
-    for rank, row in status.iterrows():
-        item = {"rank": rank}
-        for key, value in row.items():
-            item[str(key)] = None if value is None or str(value) in ("<NA>", "nan") else value
+    for i, rank in enumerate(status.index.tolist()):
+        item: dict[str, Any] = {"rank": None if pd.isna(rank) else rank}
+        for key, column in zip(keys, columns, strict=True):
+            value = column[i]
+            item[key] = None if value is None or str(value) in ("<NA>", "nan") else value
         rows.append(item)
     return jsonable(rows)

@@ -92,12 +92,13 @@ def render_analysis(run: Run, diagnosis: Diagnosis, out: IO[str], *, verbose: bo
         if len(others) > MAX_OTHERS:
             console.print(f"  ... {len(others) - MAX_OTHERS} more (see --format json)")
     skipped = [s for s in diagnosis.skipped if s.reason != "not selected"]
-    if skipped:
+    if skipped and verbose:
         console.print(f"[bold]Skipped rules[/bold] ({len(skipped)})")
-        for s in skipped[:MAX_OTHERS]:
+        for s in skipped:
             console.print(f"  {s.code} {s.name}: {_esc(s.reason)}")
-        if len(skipped) > MAX_OTHERS:
-            console.print(f"  ... {len(skipped) - MAX_OTHERS} more")
+    elif skipped:  # one line: the list is noise unless asked for (-v, or the JSON report)
+        console.print(f"[bold]Skipped rules[/bold]: {len(skipped)}, their inputs not in the "
+                      "run (-v lists each and why)")
     _run_account(console, run)
     if verbose:
         from autopsy.report.text_summary import render_summary

@@ -24,6 +24,7 @@ Roles (:func:`event_roles`):
 
 from __future__ import annotations
 
+import math
 import numbers
 import re
 from typing import Any
@@ -174,6 +175,49 @@ def attributed_ranks(events: pd.DataFrame) -> pd.Series:
     return ranks
 
 
+class _Ev:
+    """One event row as plain values (the per-rank work runs on these, not on frames)."""
+
+    __slots__ = ("details", "kind", "line", "message", "role", "source", "step", "wall")
+
+    def __init__(self, kind: str, role: str, details: dict[str, Any], step: Any, wall: float,
+                 source: str, line: Any, message: Any) -> None:
+        self.kind, self.role, self.details = kind, role, details
+        self.step, self.wall, self.source, self.line, self.message = (step, wall, source,
+                                                                      line, message)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
+
+
+def _by_rank(ev: pd.DataFrame, roles: pd.Series) -> dict[int, list[_Ev]]:
+    """Each rank's events, in one pass over the columns, ordered as :func:`order_events`."""
+    out: dict[int, list[_Ev]] = {}
+    if ev.empty:
+        return out
+    cols = zip(ev["rank"].tolist(), ev["kind"].astype(str).tolist(), roles.tolist(),
+               ev["details"].tolist(), ev["step"].tolist(),
+               ev["wall_time"].astype(float).tolist(), ev["source"].astype(str).tolist(),
+               ev["line"].tolist(), ev["message"].tolist(), strict=True)
+    for rank, kind, role, det, step, wall, source, line, message in cols:
+        if _missing(rank):
+            continue
+        out.setdefault(int(rank), []).append(
+            _Ev(kind, str(role), _details(det), step, wall, source, line, message))
+    return {r: _ordered(evs) for r, evs in out.items()}
+
+
+def _ordered(evs: list[_Ev]) -> list[_Ev]:
+    """By wall time when every event is timed, else by (source, line); stable."""
+    def line_key(e: _Ev) -> float:
+        return math.inf if _missing(e.line) else float(e.line)
+
+    if all(e.wall == e.wall for e in evs):
+        return sorted(evs, key=lambda e: (e.wall, e.source, line_key(e)))
+    return sorted(evs, key=lambda e: (e.source, line_key(e)))
+
+
 def order_events(frame: pd.DataFrame) -> pd.DataFrame:
     """Order one rank's events by wall_time when all are timed, else by (source, line)."""
     if frame.empty:
@@ -185,39 +229,37 @@ def order_events(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.loc[tmp.sort_values(keys, kind="stable").index]
 
 
-def _exitcode(frame: pd.DataFrame) -> int | None:
+def _exitcode(evs: list[_Ev]) -> int | None:
     codes: dict[str, int] = {}
-    for kind, det in zip(frame["kind"].astype(str), frame["details"], strict=True):
-        code = as_int(_details(det).get("exitcode"))
-        if code is not None and kind in ("child_failed", "exit") and kind not in codes:
-            codes[kind] = code
+    for e in evs:
+        code = as_int(e.details.get("exitcode"))
+        if code is not None and e.kind in ("child_failed", "exit") and e.kind not in codes:
+            codes[e.kind] = code
     return codes.get("child_failed", codes.get("exit"))
 
 
-def _signals(frame: pd.DataFrame) -> set[str]:
+def _signals(evs: list[_Ev]) -> set[str]:
     out: set[str] = set()
-    for kind, det in zip(frame["kind"].astype(str), frame["details"], strict=True):
-        d = _details(det)
-        if kind in LAUNCHER_KINDS and d.get("signal"):
-            out.add(str(d["signal"]))
-        if kind == "exit" and str(d.get("how", "")).lower().startswith("terminated"):
+    for e in evs:
+        if e.kind in LAUNCHER_KINDS and e.details.get("signal"):
+            out.add(str(e.details["signal"]))
+        if e.kind == "exit" and str(e.details.get("how", "")).lower().startswith("terminated"):
             out.add("SIGTERM")
     return out
 
 
-def _ending(frame: pd.DataFrame, roles: pd.Series, exitcode: int | None,
-            others_failed: bool, stopped_early: bool) -> str:
-    kinds = frame["kind"].astype(str)
-    own = ~kinds.isin(LAUNCHER_KINDS)
-    signals = _signals(frame)
-    if (kinds == "oom").any():
+def _ending(evs: list[_Ev], exitcode: int | None, others_failed: bool,
+            stopped_early: bool) -> str:
+    kinds = {e.kind for e in evs}
+    signals = _signals(evs)
+    if "oom" in kinds:
         return "oom"
-    if ((kinds == "host_kill").any() or exitcode in KILLED_EXITCODES
+    if ("host_kill" in kinds or exitcode in KILLED_EXITCODES
             or bool(signals & ROOT_SIGNALS)):
         return "killed"
-    if ((roles == "root") & own).any():
+    if any(e.role == "root" and e.kind not in LAUNCHER_KINDS for e in evs):
         return "raised"
-    if ((roles == "cascade") & own).any():
+    if any(e.role == "cascade" and e.kind not in LAUNCHER_KINDS for e in evs):
         return "timed_out"
     if others_failed or stopped_early:
         return "silent"
@@ -228,20 +270,20 @@ def _ending(frame: pd.DataFrame, roles: pd.Series, exitcode: int | None,
     return "ok"
 
 
-def _first_error(frame: pd.DataFrame, roles: pd.Series) -> pd.Series | None:
+def _first_error(evs: list[_Ev]) -> _Ev | None:
     """The rank's first root event, else its first own cascade, else its first launcher line.
 
     A torchelastic ``error_file`` (error.json, a copy of the traceback) is taken only when
     the rank's log holds no line of the same role: the log line has a step and a line.
     """
-    kinds = frame["kind"].astype(str)
-    own = ~kinds.isin(LAUNCHER_KINDS)
-    logged = kinds != "error_file"
-    for mask in ((roles == "root"), (roles == "cascade") & own, (roles == "cascade")):
-        for pick in (mask & logged, mask):
-            hits = frame[pick.to_numpy()]
-            if not hits.empty:
-                return hits.iloc[0]
+    tests = (lambda e: e.role == "root",
+             lambda e: e.role == "cascade" and e.kind not in LAUNCHER_KINDS,
+             lambda e: e.role == "cascade")
+    for test in tests:
+        hits = [e for e in evs if test(e)]
+        if hits:
+            logged = [e for e in hits if e.kind != "error_file"]
+            return (logged or hits)[0]
     return None
 
 
@@ -298,39 +340,40 @@ def rank_status(run: Any) -> pd.DataFrame:
     if not ev.empty:
         ranks |= {int(r) for r in ev["rank"].dropna().unique()}
     rows: list[dict[str, Any]] = []
-    per_rank: dict[int, tuple[pd.DataFrame, pd.Series]] = {}
-    for r in sorted(ranks):
-        frame = order_events(ev[ev["rank"] == r]) if not ev.empty else ev
-        per_rank[r] = (frame, roles.loc[frame.index] if not frame.empty else roles)
+    # each rank's events as plain records, grouped in one pass: per-rank work on frames
+    # (or a filter per rank) would cost seconds per thousand ranks
+    per_rank = _by_rank(ev, roles)
     max_step = max(scalar_steps.values(), default=None)
-    failing = {r for r, (f, ro) in per_rank.items()
-               if ((ro != "info") & ~f["kind"].astype(str).isin(LAUNCHER_KINDS)).any()}
+    failing = {r for r, evs in per_rank.items()
+               if any(e.role != "info" and e.kind not in LAUNCHER_KINDS for e in evs)}
     for r in sorted(ranks):
-        frame, ro = per_rank[r]
+        evs = per_rank.get(r, [])
         last_step = scalar_steps.get(r)
-        if last_step is None and not frame.empty and frame["step"].notna().any():
-            last_step = int(frame["step"].max())
-        times = [frame["wall_time"].max() if not frame.empty else np.nan,
-                 scalar_times.get(r, np.nan)]
+        steps = [int(e.step) for e in evs if not _missing(e.step)]
+        if last_step is None and steps:
+            last_step = max(steps)
+        walls = [e.wall for e in evs if e.wall == e.wall]
+        times = [max(walls) if walls else np.nan, scalar_times.get(r, np.nan)]
         last_time = float(np.nanmax(times)) if np.isfinite(np.asarray(times, float)).any() \
             else np.nan
-        exitcode = _exitcode(frame) if not frame.empty else None
+        exitcode = _exitcode(evs) if evs else None
         stopped_early = (r in scalar_steps and max_step is not None
                          and scalar_steps[r] < max_step)
-        ended = _ending(frame, ro, exitcode, bool(failing - {r}), stopped_early) \
-            if not frame.empty else ("silent" if (failing or stopped_early) else "ok")
-        first = _first_error(frame, ro) if not frame.empty else None
+        others_failed = len(failing) > (1 if r in failing else 0)  # not failing - {r}: R²
+        ended = _ending(evs, exitcode, others_failed, stopped_early) \
+            if evs else ("silent" if (failing or stopped_early) else "ok")
+        first = _first_error(evs) if evs else None
         rows.append({
             "rank": r, "last_step": last_step, "last_time": last_time, "ended": ended,
             "exitcode": exitcode,
-            "first_error_kind": None if first is None else str(first["kind"]),
-            "first_error_step": None if first is None or pd.isna(first["step"])
-            else int(first["step"]),
-            "first_error_message": None if first is None else first["message"],
-            "first_error_source": None if first is None else str(first["source"]),
-            "first_error_line": None if first is None or pd.isna(first["line"])
-            else int(first["line"]),
-            "root": bool((ro == "root").any()) if not frame.empty else False,
+            "first_error_kind": None if first is None else first.kind,
+            "first_error_step": None if first is None or _missing(first.step)
+            else int(first.step),
+            "first_error_message": None if first is None else first.message,
+            "first_error_source": None if first is None else first.source,
+            "first_error_line": None if first is None or _missing(first.line)
+            else int(first.line),
+            "root": any(e.role == "root" for e in evs),
         })
     out = pd.DataFrame(rows, columns=["rank", *RANK_COLUMNS])
     for col in ("rank", "last_step", "exitcode", "first_error_step", "first_error_line"):

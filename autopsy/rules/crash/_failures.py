@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -92,25 +93,37 @@ def earliest(rows: pd.DataFrame, events: pd.DataFrame, *, last: bool = False) ->
     """
     claimed, _ = claimed_root(events)
     out: list[Candidate] = []
-    keyed = rows.assign(_r=rows["rank"].astype("float").fillna(-1),
-                        _s=rows["source"].astype(str))
-    for r, grp in keyed.groupby("_r", sort=True):
-        grp = grp.sort_values(["_s", "line"], kind="stable")
-        logged = grp[grp["kind"].astype(str) != "error_file"]
-        pool = logged if not logged.empty else grp
+    # plain columns, one sort, then each rank's run of rows: no frame per rank (a job of
+    # thousands of ranks, each with its error line)
+    ranks = rows["rank"].astype("float").fillna(-1).tolist()
+    sources = rows["source"].astype(str).tolist()
+    lines = rows["line"].tolist()
+    kinds = rows["kind"].astype(str).tolist()
+    steps = rows["step"].tolist()
+    walls = rows["wall_time"].astype(float).tolist()
+    details = rows["details"].tolist()
+
+    def missing(value: Any) -> bool:
+        return value is None or value is pd.NA or (isinstance(value, float) and value != value)
+
+    order = sorted(range(len(ranks)), key=lambda i: (
+        ranks[i], sources[i], math.inf if missing(lines[i]) else float(lines[i])))
+    for r, members_iter in itertools.groupby(order, key=lambda i: ranks[i]):
+        members = list(members_iter)
+        pool = [i for i in members if kinds[i] != "error_file"] or members
         rank = None if r < 0 else int(r)
-        steps = grp["step"].dropna()
-        step = int(steps.min()) if not steps.empty else None
+        known = [int(steps[i]) for i in members if not missing(steps[i])]
+        step = min(known) if known else None
         if last:
-            read = pool[[bool(_exception_read(d)) for d in pool["details"]]]
-            row = (read if not read.empty else pool).iloc[-1]
-            step = int(row["step"]) if pd.notna(row["step"]) else step
+            read = [i for i in pool if _exception_read(details[i])]
+            pick = (read or pool)[-1]
+            step = int(steps[pick]) if not missing(steps[pick]) else step
         else:
-            row = pool.iloc[0]
+            pick = pool[0]
+        timed = [walls[i] for i in members if walls[i] == walls[i]]
         out.append(Candidate(
-            rank=rank, row=row.drop(["_r", "_s"]),
-            wall_time=float(grp["wall_time"].min()) if grp["wall_time"].notna().any()
-            else math.nan,
+            rank=rank, row=rows.iloc[pick],
+            wall_time=min(timed) if timed else math.nan,
             step=step,
             claimed=rank is not None and rank == claimed,
         ))
