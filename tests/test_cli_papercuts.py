@@ -94,3 +94,24 @@ def test_many_ranks_with_an_error_each_get_one_row_each(tmp_path: Path) -> None:
     assert len(rows) == n and [r["rank"] for r in rows] == list(range(n))
     assert all(r["ended"] == "raised" and r["first_error_kind"] for r in rows)
     assert report["verdict"]["family"] == "crash"
+
+
+def test_a_rank_the_launcher_sent_sigterm_is_terminated_not_timed_out(tmp_path: Path) -> None:
+    # torchelastic's agent, on another rank's failure, SIGTERMs the rest; their own
+    # traceback ends in SignalException("Process {pid} got signal: {sig}")
+    log = tmp_path / "job.log"
+    log.write_text(
+        "[rank0]: step 10 loss 2.1\n[rank1]: step 10 loss 2.2\n"
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "train.py", line 10, in <module>\n'
+        "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "W1126 07:00:00.000000 123 torch/distributed/elastic/multiprocessing/api.py:897] "
+        "Sending process 4001 closing signal SIGTERM\n"
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "train.py", line 12, in <module>\n'
+        "[rank0]: torch.distributed.elastic.multiprocessing.api.SignalException: Process 4001 "
+        "got signal: 15\n", encoding="utf-8")
+    report = json.loads(invoke("ranks", str(log), "--format", "json").output)
+    ended = {r["rank"]: r["ended"] for r in report["ranks"]}
+    assert ended == {0: "terminated", 1: "raised"}
+    assert report["verdict"]["ranks"][:1] == [1]

@@ -259,7 +259,10 @@ def _ending(evs: list[_Ev], exitcode: int | None, others_failed: bool,
         return "killed"
     if any(e.role == "root" and e.kind not in LAUNCHER_KINDS for e in evs):
         return "raised"
-    if any(e.role == "cascade" and e.kind not in LAUNCHER_KINDS for e in evs):
+    own_cascades = [e for e in evs if e.role == "cascade" and e.kind not in LAUNCHER_KINDS]
+    if own_cascades and all(_terminated(e) for e in own_cascades):
+        return "terminated"  # the launcher's SIGTERM, as the rank's own traceback says
+    if own_cascades:
         return "timed_out"
     if others_failed or stopped_early:
         return "silent"
@@ -268,6 +271,20 @@ def _ending(evs: list[_Ev], exitcode: int | None, others_failed: bool,
     if exitcode not in (None, 0):
         return "exited"
     return "ok"
+
+
+#: A rank's own exception saying the launcher ended it: torchelastic's ``SignalException:
+#: Process 4001 got signal: 15`` (SIGTERM), or a ``KeyboardInterrupt``/SIGINT it was sent.
+_TERMINATED_RE = re.compile(r"got signal:?\s*(?:15|2)\b|\bSIGTERM\b|\bSIGINT\b")
+
+
+def _terminated(e: _Ev) -> bool:
+    """Whether a rank's own cascade event says it was ended by a signal it was sent."""
+    name = exception_name(e.details)
+    text = str(e.details.get("exc_message") or e.message or "")
+    return (name in ("SignalException", "KeyboardInterrupt")
+            or "SignalException" in text) and (name == "KeyboardInterrupt"
+                                               or bool(_TERMINATED_RE.search(text)))
 
 
 def _first_error(evs: list[_Ev]) -> _Ev | None:
