@@ -52,6 +52,10 @@ KNOWN_UNREAD_TEST_CASES = frozenset({
     "generic_log_vindlu_pretrain_data_38s_of_40s_per_step_eta_20_days_slow_issue_10",
     # collected 2026-11-26 (sixth batch): "nothing readable" in the test half
     "generic_log_pose_estimation_loss_132_to_5_to_131_logging_artifact_healthy_issue_100",
+    # collected 2026-11-26 (seventh batch): "nothing readable" in the test half
+    "csv_metrics_tacotron2_step_loss_noisy_0_62_to_0_76_avg_steady_healthy_issue_11",
+    "generic_log_reagent_dqn_td_loss_5_to_2_6e6_in_9_reports_diverging_issue_189",
+    "generic_log_yolov6_iou_dfl_loss_0_map_0_labels_not_used_not_decreasing_issue_614",
 })
 #: Dev-half cases not read yet, each with the reason (a dev case is read or listed here).
 KNOWN_UNREAD_DEV_CASES: dict[str, str] = {
@@ -61,6 +65,13 @@ KNOWN_UNREAD_DEV_CASES: dict[str, str] = {
     "generic_log_fashion_mnist_cnn_test_loss_rises_after_epoch_13_overfitting": (
         "the log is a string inside a Python source file (logs/log.py); a run directory's "
         ".py files are its code, never read as logs"),
+    "generic_log_equinox_step_8ms_spike_50ms_at_gc_gen2_collection_periodic_stall_slow_"
+    "issue_1145": (
+        "'Iteration duration: 0.0080 gc.get_count(): (11, 0, 17)' lines: a duration with no "
+        "step and no loss on any line, which no reader takes for a training log"),
+    "generic_log_musegan_wgan_losses_swing_sign_maintainer_reasonable_healthy_issue_66": (
+        "a table of unnamed columns ('   1  |  104/ 180 |  67.79 |  60.750362 | -16.181793') "
+        "whose header the excerpt left off: no column says which number is a loss"),
     "keras_stdout_kanji_cnn_three_fit_stages_val_spike_recovers_early_stop_healthy": (
         "the Keras output is a string inside a Python source file (*_training_log.py); a run "
         "directory's .py files are its code, never read as logs"),

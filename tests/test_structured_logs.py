@@ -176,3 +176,54 @@ def test_timestamped_step_lines_with_an_accuracy_only(tmp_path: Path) -> None:
     assert [step for step, _ in got] == [200 * i for i in range(13)]
     walls = s[s["tag"] == "accuracy"]["wall_time"].tolist()
     assert walls[1] - walls[0] == pytest.approx(30.0)
+
+
+def test_a_loops_own_history_csv_without_an_epoch_column(tmp_path: Path) -> None:
+    # pandas.DataFrame(history).to_csv(path, index=False): the writer many loops use
+    history = {"train_loss": [1.74, 1.58, 1.51, 1.46], "train_acc": [52.9, 61.6, 64.3, 66.9],
+               "val_loss": [1.85, 1.78, 1.77, 1.76], "val_acc": [64.0, 68.2, 69.7, 69.6]}
+    run = tmp_path / "run"
+    run.mkdir()
+    pd.DataFrame(history).to_csv(run / "training_history.csv", index=False)
+    s = autopsy.load_run(run).scalars
+    assert _series(s, "loss") == [(0, 1.74), (1, 1.58), (2, 1.51), (3, 1.46)]
+    assert _series(s, "eval_loss")[-1] == (3, 1.76)
+
+
+def test_a_d3rlpy_per_metric_csv(tmp_path: Path) -> None:
+    # d3rlpy's CSV logger: one file per metric, rows f"{epoch},{step},{value}"
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "critic_loss.csv").write_text(
+        "".join(f"{e},{e * 1000},{28.4 + e}\n" for e in range(1, 11)), encoding="utf-8")
+    (run / "notes.csv").write_text("1,2,3\n4,5,6\n", encoding="utf-8")  # no metric name
+    loaded = autopsy.load_run(run)
+    got = _series(loaded.scalars, "loss")
+    assert got[0] == (1000, 29.4) and got[-1] == (10000, 38.4) and len(got) == 10
+    assert {s.path for s in loaded.sources} == {"critic_loss.csv"}
+
+
+def test_a_keras_excerpt_cut_mid_epoch_keeps_epoch_numbers(tmp_path: Path) -> None:
+    # Keras 1 prints finished epochs as "n/n [====] - 6702s - loss: ..." and, while an epoch
+    # runs, "k/n [===>...] - ETA: 4147s - loss: ..."; an excerpt without "Epoch N/M" lines
+    bars = [f"370784/370784 [==============================] - 6702s - loss: {v:.4f} - acc: "
+            f"0.41 - val_loss: {v - 0.02:.4f} - val_acc: 0.39" for v in (1.89, 1.93, 2.0, 2.05)]
+    bars.append("137856/370784 [==========>...................] - ETA: 4147s - loss: 2.1578 "
+                "- acc: 0.3390")
+    s, _ = _read(tmp_path, "\n".join(bars) + "\n")
+    assert [step for step, _ in _series(s, "loss")] == [1, 2, 3, 4, 5]
+    assert _series(s, "loss")[-1] == (5, 2.1578)
+
+
+def test_an_epoch_level_loss_that_rises_every_epoch_is_diverging(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    history = {"epoch": [0, 1, 2, 3, 4], "loss": [1.889, 1.933, 1.999, 2.048, 2.106],
+               "val_loss": [1.87, 1.909, 1.961, 1.945, 2.077]}
+    pd.DataFrame(history).to_csv(run / "training.log", index=False)  # CSVLogger's columns
+    verdict = autopsy.diagnose(autopsy.load_run(run)).verdict
+    assert verdict.family.value == "diverging" and verdict.code == "DIV001"
+    # the same rise with one step back is no steady climb: not called a divergence
+    history["loss"][2] = 1.92
+    pd.DataFrame(history).to_csv(run / "training.log", index=False)
+    assert autopsy.diagnose(autopsy.load_run(run)).verdict.family.value != "diverging"

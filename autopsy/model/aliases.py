@@ -27,6 +27,7 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
         "xent",
         "main/loss",  # Chainer's LogReport: the observed model is named "main"
         "cost",  # TF1 tutorials print their loss as ``cost = X``
+        "loss_train",  # litgpt: ``loss train: 1.062, val: 1.057``
     ),
     "eval_loss": (
         "eval_loss", "eval/loss", "val_loss", "val/loss", "validation_loss", "validation/loss",

@@ -14,6 +14,8 @@ a ``loss`` column and every column a lower-case Keras key). Every other numeric 
 A file is taken when it is named ``*.csv`` (or Keras's default ``training.log``, or
 ``*.log``/``*.txt`` whose first line is such a header), its header names a step-like
 column or a pandas index, and at least one column name says loss, accuracy or error.
+A d3rlpy per-metric file (``critic_loss.csv``: headerless ``epoch,step,value`` rows, the
+metric named by the file) is read too, at its step column.
 """
 
 from __future__ import annotations
@@ -62,9 +64,24 @@ def _layout(cells: list[str]) -> tuple[int | None, str] | None:
             return lower.index(name), name
     if _index_column(cells):
         return 0, "index"
-    if "loss" in lower and all(_HISTORY_KEY.match(c) for c in lower):
-        return None, "row"  # a saved Keras history without its index: one row per epoch
+    if any("loss" in c for c in lower) and all(_HISTORY_KEY.match(c) for c in lower):
+        # a saved history without its index (Keras, or a loop's own train_loss/val_loss
+        # columns): one row per epoch
+        return None, "row"
     return None
+
+
+_NUMBER = re.compile(r"\s*[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*\Z|\s*(?:nan|inf)\s*\Z",
+                     re.I)
+
+
+def _per_metric(path: Path, cells: list[str]) -> bool:
+    """A d3rlpy-style per-metric file: ``<metric>.csv`` of headerless ``epoch,step,value``
+    rows (``critic_loss.csv``: ``1,1000,28.409847``)."""
+    stem = path.stem.lower()
+    return (len(cells) == 3 and all(_NUMBER.match(c) for c in cells)
+            and cells[0].strip().isdigit() and cells[1].strip().isdigit()
+            and any(w in stem for w in METRIC_WORDS))
 
 
 def sniff(path: Path) -> bool:
@@ -75,6 +92,8 @@ def sniff(path: Path) -> bool:
     cells = header_of(head(path, SNIFF_HEAD))
     if not cells or len(cells) < 2:
         return False
+    if name.endswith(".csv") and _per_metric(path, cells):
+        return True
     if not name.endswith((".csv", ".tsv")) and not (
             name == "training.log" or cells[0].strip().lower() in STEP_COLUMNS):
         return False
@@ -86,6 +105,8 @@ def read(path: Path, rel: str) -> RunPart:
     table = Table(rel)
     it = rows(path, table, delimiter=delimiter_of(head(path, SNIFF_HEAD)))
     header = next(it, None)
+    if header is not None and _per_metric(path, header):
+        return _read_per_metric(header, it, table, path.stem)
     layout = _layout(header or [])
     if header is None or layout is None:
         table.problems.append(Problem(rel, "no metrics header", kind="bad_header"))
@@ -102,6 +123,21 @@ def read(path: Path, rel: str) -> RunPart:
             continue
         ordinal += 1
         step = step_of(row[s]) if s is not None and s < len(row) else ordinal
+        if step is None:
+            table.bad_rows += 1
+            continue
+        table.add_cells(step, row, cols)
+    table.close()
+    return RunPart(scalars=table.frame(), problems=table.problems)
+
+
+def _read_per_metric(first: list[str], it: object, table: Table, name: str) -> RunPart:
+    """Rows ``epoch,step,value`` of one metric named by the file: points at ``step``."""
+    cols = [(2, name)]
+    for row in (first, *it):  # type: ignore[misc]
+        if len(row) < 3 or not row[1].strip():
+            continue
+        step = step_of(row[1])
         if step is None:
             table.bad_rows += 1
             continue

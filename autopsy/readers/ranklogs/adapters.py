@@ -347,6 +347,16 @@ def parse_keras_batches(text: str, ctx: LineContext) -> MetricLine | None:
         before = flush_keras(ctx)
         ctx.keras_orphan, ctx.keras_values = ctx.keras_finished, pairs
         return before
+    if ctx.keras_finished:
+        # an epoch in progress after finished ones (an excerpt cut mid-epoch): the next
+        # epoch's running values, at its ordinal, not at its batch count (which would put
+        # a point 100,000 steps past epochs numbered 1, 2, 3...)
+        before = None
+        if ctx.keras_values and ctx.keras_orphan != ctx.keras_finished + 1:
+            ctx.keras_orphan = ctx.keras_finished
+            before = flush_keras(ctx)
+        ctx.keras_orphan, ctx.keras_values = ctx.keras_finished + 1, pairs
+        return before
     return MetricLine("keras_batch", int(m.group(1)), pairs)
 
 

@@ -61,7 +61,10 @@ def loss_diverging(run: Run, ctx: RuleContext) -> Finding | None:
         ``min_lost_progress`` of its gain. An explosion is a loss ``explode_ratio``
         or more above its best over the last ``min_explode_points`` points, or one
         still at ``absurd_loss`` or more over those points (a loss first logged after
-        it blew up has no best to rise from). The
+        it blew up has no best to rise from). A loss logged fewer than ``min_points``
+        times (once per epoch) counts from ``min_sparse_points`` points when every
+        point after its best is ``min_rel_rise`` above it, or when it rose at every
+        logged step to ``min_trend_rise`` above its first (a steady climb). The
         loss is smoothed by a running median over ``smooth_points`` points or
         1/``smooth_fraction`` of the run. Every logged value is still finite; once
         the loss turns NaN/Inf, the NaN rules
@@ -232,8 +235,12 @@ def _sparse_rise(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:
     # its lowest is no divergence
     noise = _noise(np.log(after)) if len(after) >= 3 and (after > 0).all() else 0.0
     need = max(1 + ctx["min_rel_rise"], _exp(ctx["noise_k"] * noise))
-    if len(after) < ctx["min_explode_points"] or not (after >= base * need).all():
+    steady = _steady_climb(loss, ctx)
+    if not steady and (len(after) < ctx["min_explode_points"]
+                       or not (after >= base * need).all()):
         return None
+    if steady:  # every logged point above the one before: the sparse form of a steady climb
+        need = 1 + ctx["min_trend_rise"]
     evidence: list[Evidence] = []
     ev = run.series("eval_loss").dropna()
     ev = ev[np.isfinite(ev.to_numpy(dtype=float))]
@@ -277,6 +284,19 @@ def _sparse_rise(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:
         step=start_step, evidence=evidence,
         advice=_advice(run, point, start_step, best_step, last_step, late),
     )
+
+
+def _steady_climb(loss: pd.Series, ctx: RuleContext) -> bool:
+    """A sparse loss that rose at every logged step, over at least ``min_sparse_points``
+    steps (the median of a step's points where a log gives two, say a bar and its epoch
+    summary), and ended ``min_trend_rise`` above its first: a climb with no step back is a
+    trend whatever the noise (five rising points in a row happen by chance one time in 120)."""
+    per_step = loss.groupby(level=0).median()
+    values = per_step.to_numpy(dtype=float)
+    if len(values) < ctx["min_sparse_points"] or not (values > 0).all():
+        return False
+    return bool((np.diff(values) > 0).all()
+                and values[-1] >= values[0] * (1 + ctx["min_trend_rise"]))
 
 
 def _absurd_level(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:

@@ -62,8 +62,10 @@ DIV001: dict[str, Threshold] = {
         "A loss logged fewer than min_points times (once per epoch, every 500 steps, or a "
         "reporter's hand-picked lines) is judged on its raw points from 4 on: its best point "
         "and every point after it, at least min_explode_points of them, must sit "
-        "min_rel_rise above the best, and an eval loss, when logged, must have risen by "
-        "min_trend_rise too; on 3 or fewer points a rise cannot be told from one bad epoch.")),
+        "min_rel_rise above the best (or the loss must rise at every logged step, ending "
+        "min_trend_rise above its first: a steady climb), and an eval loss, when logged, "
+        "must have risen by min_trend_rise too; on 3 or fewer points a rise cannot be told "
+        "from one bad epoch.")),
     "absurd_loss": Threshold(1e15, (
         "A training loss still at or above 1e15 over its last min_explode_points points has "
         "exploded, whatever its curve did before it was logged: no classification, "
