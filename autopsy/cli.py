@@ -326,9 +326,9 @@ def _scan_progress() -> Callable[[int], None]:
     return show
 
 
-CKPT_EPILOG = ("Exit codes: 0 the picked checkpoint is resumable (an exact resume is possible); "
-               "1 it is not (the report says what a resume would lose); 2 usage error or "
-               "nothing readable.")
+CKPT_EPILOG = ("Exit codes: 0 an exact resume from the picked checkpoint is possible (with "
+               "--allow-losses: any resume is); 1 it is not (the report says what a resume "
+               "would lose, or go on without); 2 usage error or nothing readable.")
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=CKPT_EPILOG)
@@ -346,9 +346,12 @@ CKPT_EPILOG = ("Exit codes: 0 the picked checkpoint is resumable (an exact resum
               help="Write the report to this file instead of stdout (- is stdout).")
 @click.option("-v", "--verbose", is_flag=True,
               help="Text report: every evidence line, and the findings of every checkpoint.")
+@click.option("--allow-losses", is_flag=True,
+              help="Exit 0 for a resume with losses too (an RNG or data position the layout "
+                   "did not save), not only for an exact one.")
 @library_errors
 def ckpt(path: Path, world_size: int | None, scan_values: bool, fmt: str | None,
-         output: str | None, verbose: bool) -> None:
+         output: str | None, verbose: bool, allow_losses: bool) -> None:
     """Audit checkpoints before resuming: can a resume continue exactly?
 
     PATH is a checkpoint file (.pt, .bin, .ckpt, .safetensors), a checkpoint
@@ -363,6 +366,9 @@ def ckpt(path: Path, world_size: int | None, scan_values: bool, fmt: str | None,
         autopsy ckpt runs/exp7 --world-size 8 --format json -o audit.json
         autopsy ckpt model.pt --scan-values
 
+    The verdict comes first and has three levels: RESUMABLE (an exact resume),
+    RESUMABLE WITH LOSSES (it goes on without state the layout did not save: the
+    RNG streams, the data position; each loss is listed) and NOT RESUMABLE.
     Each component (weights, optimizer, scheduler, grad_scaler, rng, data_position,
     trainer_state, training_args) gets a status: ok, missing, inconsistent,
     corrupt, unsafe or not_applicable. Only metadata is read: pickles through a
@@ -401,7 +407,8 @@ def ckpt(path: Path, world_size: int | None, scan_values: bool, fmt: str | None,
             render_ckpt(report, out, verbose=verbose)
 
     _emit(output, render)
-    sys.exit(exitcodes.OK if report.resumable else exitcodes.FAILURE)
+    ok = report.resume_level == "exact" or (allow_losses and report.resumable)
+    sys.exit(exitcodes.OK if ok else exitcodes.FAILURE)
 
 
 @cli.command(name="rules", context_settings=CONTEXT_SETTINGS)

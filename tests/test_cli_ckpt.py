@@ -15,9 +15,10 @@ from autopsy.cli import cli
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_runs"
 GOOD = SAMPLES / "ckpt_hf_good"
 OPT_MISSING = SAMPLES / "ckpt_hf_optimizer_missing"
-TOP_KEYS = {"schema_version", "autopsy_version", "path", "resumable", "checkpoint", "layout",
-            "step", "world_size", "requested_world_size", "scanned_values", "losses",
-            "newest_resumable", "components", "findings", "checkpoints", "problems"}
+TOP_KEYS = {"schema_version", "autopsy_version", "path", "resumable", "resume_level",
+            "checkpoint", "layout", "step", "world_size", "requested_world_size",
+            "scanned_values", "losses", "loss_effects", "newest_resumable", "components",
+            "findings", "checkpoints", "problems"}
 FINDING_KEYS = {"code", "name", "family", "cause", "severity", "confidence", "title",
                 "message", "step", "ranks", "evidence", "advice"}
 
@@ -153,3 +154,30 @@ def test_error_line_shows_control_characters_escaped(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["ckpt", str(tmp_path)])
     assert result.exit_code == 2
     assert "\x1b" not in result.stderr and "x\\x1b]0;t\\x07.safetensors" in result.stderr
+
+
+DCP = SAMPLES / "ckpt_dcp_good"
+
+
+def test_three_levels_first_and_exit_0_only_for_an_exact_resume() -> None:
+    # a DCP checkpoint written by torch.distributed.checkpoint.save: weights, optimizer and
+    # scheduler, but no RNG and no data position (the format holds what the caller gives)
+    code, out, _ = _run(str(_need(DCP)))
+    first = out.splitlines()[0]
+    assert code == 1 and first.startswith("RESUMABLE WITH LOSSES: step_12")
+    assert "rng (missing)" in first and "data_position (missing)" in first
+    assert "the loader restarts the epoch" in out  # what the loss does, said
+    code, _, _ = _run(str(DCP), "--allow-losses")
+    assert code == 0
+    code, out, _ = _run(str(DCP), "--format", "json")
+    report = json.loads(out)
+    assert report["resumable"] is True and report["resume_level"] == "with_losses"
+    assert report["losses"] == ["rng (missing)", "data_position (missing)"]
+    assert len(report["loss_effects"]) == 2
+    code, out, _ = _run(str(GOOD), "--format", "json")
+    report = json.loads(out)
+    assert code == 0 and report["resume_level"] == "exact" and report["losses"] == []
+    code, out, _ = _run(str(OPT_MISSING), "--format", "json", "--allow-losses")
+    report = json.loads(out)
+    assert code == 1 and report["resume_level"] == "not_resumable"
+    assert report["resumable"] is False

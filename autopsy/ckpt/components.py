@@ -5,9 +5,11 @@ scaler, RNG per rank, data position, trainer state, training args). Each gets a
 :class:`Status`, the files it came from, the evidence that decided the status and,
 when it is not ``ok``, what a resume does without it (``effect``).
 
-A checkpoint is *resumable* (an exact resume is possible) when no required
-component is ``missing``, ``inconsistent``, ``corrupt`` or ``unsafe``, no file at
-all is ``unsafe``, and no check failed with severity error.
+A checkpoint is *resumable* when no required component is ``missing``,
+``inconsistent``, ``corrupt`` or ``unsafe``, no file at all is ``unsafe``, and no check
+failed with severity error. Its *resume level* says how well: ``exact`` (nothing is
+lost), ``with_losses`` (a component the layout may lack is missing, inconsistent or
+corrupt: the RNG streams or the data position restart) or ``not_resumable``.
 """
 
 from __future__ import annotations
@@ -31,9 +33,16 @@ class Status(str, Enum):
     NOT_APPLICABLE = "not_applicable"
 
 
+#: The three levels of :attr:`CheckpointAudit.resume_level`.
+EXACT, WITH_LOSSES, NOT_RESUMABLE = "exact", "with_losses", "not_resumable"
+
 #: Statuses that stop an exact resume when the component is required.
 BLOCKING: frozenset[Status] = frozenset(
     {Status.MISSING, Status.INCONSISTENT, Status.CORRUPT, Status.UNSAFE})
+
+
+#: Statuses of a component that is not required whose loss makes a resume inexact.
+LOSSY: frozenset[Status] = frozenset({Status.MISSING, Status.INCONSISTENT, Status.CORRUPT})
 
 
 class Part(str, Enum):
@@ -109,7 +118,9 @@ class CheckpointAudit:
 
     @property
     def resumable(self) -> bool:
-        """Whether an exact resume from this checkpoint is possible."""
+        """Whether a resume from this checkpoint is possible: no required component is
+        missing, inconsistent, corrupt or unsafe, no file is unsafe and no check failed
+        with severity error (exact or with losses: :attr:`resume_level`)."""
         if any(c.blocking for c in self.components):
             return False
         return not any(f.severity in (Severity.ERROR, Severity.CRITICAL) for f in self.findings)
@@ -119,8 +130,32 @@ class CheckpointAudit:
         return next((c for c in self.components if c.name == name), None)
 
     def losses(self) -> list[str]:
-        """What a resume from this checkpoint would lose: ``"optimizer (missing)"``..."""
-        return [f"{c.name} ({c.status.value})" for c in self.components if c.blocking]
+        """What a resume from this checkpoint would lose: ``"optimizer (missing)"``...
+
+        For a checkpoint that is not resumable, the components that stop it; for a
+        resumable one, those it resumes without (an RNG or data position the layout did not
+        save): empty only for an exact resume."""
+        if not self.resumable:
+            return [f"{c.name} ({c.status.value})" for c in self.components if c.blocking]
+        return [f"{c.name} ({c.status.value})" for c in self._lost()]
+
+    def loss_effects(self) -> list[str]:
+        """What each of :meth:`losses` does to the resumed run, one line each (``"rng: fresh
+        RNG: dropout masks and shuffles differ from the original run"``)."""
+        lost = [c for c in self.components if c.blocking] if not self.resumable \
+            else self._lost()
+        return [f"{c.name}: {c.effect}" for c in lost if c.effect]
+
+    def _lost(self) -> list[Component]:
+        return [c for c in self.components if not c.blocking and c.status in LOSSY]
+
+    @property
+    def resume_level(self) -> str:
+        """``exact`` (everything to continue as the run would have), ``with_losses``
+        (resumable without some state: :meth:`losses`) or ``not_resumable``."""
+        if not self.resumable:
+            return NOT_RESUMABLE
+        return WITH_LOSSES if self._lost() else EXACT
 
 
 @dataclass(frozen=True)
@@ -147,5 +182,10 @@ class AuditReport:
 
     @property
     def resumable(self) -> bool:
-        """Whether an exact resume from the picked checkpoint is possible."""
+        """Whether a resume from the picked checkpoint is possible (exactly or with losses)."""
         return self.picked.resumable
+
+    @property
+    def resume_level(self) -> str:
+        """The picked checkpoint's :attr:`CheckpointAudit.resume_level`."""
+        return self.picked.resume_level

@@ -63,10 +63,17 @@ def ckpt_blocks(report: AuditReport) -> list[Block]:
     root = report_root(report)
     blocks: list[Block] = [Heading(f"autopsy ckpt: {report.path}", level=1)]
     body: list[Block] = []
-    if picked.resumable:
+    if picked.resume_level == "exact":
         head = f"RESUMABLE: {describe(picked, root)}"
         body.append(Para(["An exact resume is possible."]))
         tone = Tone.GOOD
+    elif picked.resumable:
+        head = f"RESUMABLE WITH LOSSES: {describe(picked, root)}"
+        body.append(Para(["A resume goes on without ",
+                          Span(", ".join(picked.losses()), tone=Tone.WARN, strong=True),
+                          ":"]))
+        body.append(Bullets([[line] for line in picked.loss_effects()]))
+        tone = Tone.WARN
     else:
         head = f"NOT RESUMABLE: {describe(picked, root)}"
         losses = ", ".join(picked.losses()) or "see the findings"
@@ -101,9 +108,14 @@ def ckpt_blocks(report: AuditReport) -> list[Block]:
                               anchor="others"))
         rows: list[list[Inline]] = []
         for a in reversed(others):
-            verdict = (Span("resumable", tone=Tone.GOOD) if a.resumable else
-                       Span("NOT resumable: " + (", ".join(a.losses()) or "see its findings"),
-                            tone=Tone.BAD))
+            if a.resume_level == "exact":
+                verdict = Span("resumable", tone=Tone.GOOD)
+            elif a.resumable:
+                verdict = Span("resumable with losses: " + ", ".join(a.losses()),
+                               tone=Tone.WARN)
+            else:
+                verdict = Span("NOT resumable: " + (", ".join(a.losses())
+                                                    or "see its findings"), tone=Tone.BAD)
             rows.append([Span(checkpoint_name(a, root), code=True), a.layout,
                          "" if a.step is None else str(a.step), verdict,
                          ", ".join(f.code for f in a.findings)])
@@ -121,7 +133,8 @@ def _footer(report: AuditReport) -> str:
 
 def render_ckpt_html(report: AuditReport, out: IO[str]) -> None:
     """Write the checkpoint audit as one self-contained HTML page to ``out``."""
-    state = "resumable" if report.resumable else "NOT resumable"
+    state = {"exact": "resumable", "with_losses": "resumable with losses"}.get(
+        report.resume_level, "NOT resumable")
     title = f"autopsy ckpt: {state} · {Path(report.picked.path).name}"
     out.write(to_html(title, ckpt_blocks(report), _footer(report)))
 

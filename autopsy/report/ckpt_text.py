@@ -74,8 +74,13 @@ def render_ckpt(report: AuditReport, out: IO[str], *, verbose: bool = False) -> 
 def _render_ckpt(report: AuditReport, out: IO[str], verbose: bool) -> None:
     picked = report.picked
     root = report_root(report)
-    if picked.resumable:
+    if picked.resume_level == "exact":
         out.write(f"RESUMABLE: {describe(picked, root)}: an exact resume is possible\n")
+    elif picked.resumable:
+        out.write(f"RESUMABLE WITH LOSSES: {describe(picked, root)}: a resume goes on without "
+                  f"{', '.join(picked.losses())}\n")
+        for line in picked.loss_effects():
+            out.write(f"  - {line}\n")
     else:
         losses = ", ".join(picked.losses()) or "see the findings"
         out.write(f"NOT RESUMABLE: {describe(picked, root)}: a resume would lose {losses}\n")
@@ -114,8 +119,12 @@ def _render_ckpt(report: AuditReport, out: IO[str], verbose: bool) -> None:
     if others:
         out.write("\nOther checkpoints (newest first):\n")
         for a in reversed(others):
-            verdict = "resumable" if a.resumable else "NOT resumable: " + (
-                ", ".join(a.losses()) or "see -v")
+            if a.resume_level == "exact":
+                verdict = "resumable"
+            elif a.resumable:
+                verdict = "resumable with losses: " + ", ".join(a.losses())
+            else:
+                verdict = "NOT resumable: " + (", ".join(a.losses()) or "see -v")
             out.write(f"  {describe(a, root)}: {verdict}\n")
             if verbose:
                 for f in a.findings:

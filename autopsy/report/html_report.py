@@ -197,7 +197,9 @@ def _read_blocks(run: Run) -> list[Block]:
             Table(["key", "value", "from"], rows), *_more(len(summary["config"]))]))
     if summary["checkpoints"]:
         rows = [[Span(c["path"], code=True), str(c["layout"]), _cell(c["step"]),
-                 Span("exact", tone=Tone.GOOD) if c["resumable"] else
+                 Span("exact", tone=Tone.GOOD) if c["resume_level"] == "exact" else
+                 Span("with losses: " + ", ".join(c["losses"] or ["?"]), tone=Tone.WARN)
+                 if c["resumable"] else
                  Span("loses " + ", ".join(c["losses"] or ["?"]), tone=Tone.BAD)]
                 for c in summary["checkpoints"]]
         out.append(Details(f"Checkpoints, audited ({len(rows)})", [

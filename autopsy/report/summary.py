@@ -72,6 +72,7 @@ def checkpoint_rows(run: Run) -> list[dict[str, Any]]:
             "layout": getattr(audit, "layout", None),
             "step": getattr(audit, "step", None),
             "resumable": bool(getattr(audit, "resumable", False)),
+            "resume_level": str(getattr(audit, "resume_level", "not_resumable")),
             "losses": list(losses()) if callable(losses) else [],
         })
     return rows

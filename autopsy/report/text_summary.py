@@ -82,7 +82,9 @@ def render_summary(run: Run, verdict: Verdict | None, out: IO[str]) -> None:
         for col in ("checkpoint", "layout", "step", "resume"):
             ckpts.add_column(col, justify="right" if col == "step" else "left")
         for c in summary["checkpoints"][-MAX_ROWS:]:
-            resume = "exact" if c["resumable"] else _t("loses " + ", ".join(c["losses"] or ["?"]))
+            resume = "exact" if c["resume_level"] == "exact" else _t(
+                ("with losses: " if c["resumable"] else "loses ")
+                + ", ".join(c["losses"] or ["?"]))
             step = "" if c["step"] is None else str(c["step"])
             ckpts.add_row(_t(c["path"]), str(c["layout"]), step, resume)
         console.print(ckpts)
