@@ -70,6 +70,24 @@ def _stdout_dash(ctx: click.Context, param: click.Parameter, value: str | None) 
     return None if value == "-" else value
 
 
+_SIZE_SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _byte_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """``--scan-budget``: a byte count, maybe with a K, M, G or T suffix (``500M``)."""
+    if value is None:
+        return None
+    text = value.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = text[-1:] if text[-1:].isalpha() else ""
+    try:
+        size = float(text[:-1] if unit else text) * _SIZE_SUFFIX[unit]
+    except (ValueError, KeyError):
+        size = -1.0
+    if not 0 <= size < 1 << 62:
+        raise click.BadParameter(f"{value!r}: give bytes, e.g. 4G, 500M or 2000000000")
+    return int(size)
+
+
 def _format_from(fmt: str | None, output: str | None, allowed: tuple[str, ...],
                  default: str) -> str:
     if fmt:
@@ -336,8 +354,13 @@ CKPT_EPILOG = ("Exit codes: 0 an exact resume from the picked checkpoint is poss
 @click.option("--world-size", type=click.IntRange(min=1), default=None, metavar="N",
               help="The number of ranks you will resume with: checked against the files.")
 @click.option("--scan-values", is_flag=True,
-              help="Also read every weight and optimizer-moment tensor and check it for "
-                   "NaN/Inf (streams the bytes; slower).")
+              help="Check every weight and optimizer-moment tensor for NaN/Inf, however many "
+                   "bytes (by default the first --scan-budget bytes are, moments first).")
+@click.option("--scan-budget", callback=_byte_size, metavar="SIZE", default=None,
+              help="Bytes of tensor values to check for NaN/Inf (default 4G; 500M, 20G...). "
+                   "Tensors past it are reported as not scanned: no exact-resume verdict.")
+@click.option("--no-scan", is_flag=True,
+              help="Check no tensor value (metadata only; the fastest audit).")
 @click.option("--format", "fmt", type=click.Choice(list(REPORT_FORMATS)), default=None,
               help="Output format (default: text, or from the -o extension: .json, .md, "
                    ".html).")
@@ -350,8 +373,9 @@ CKPT_EPILOG = ("Exit codes: 0 an exact resume from the picked checkpoint is poss
               help="Exit 0 for a resume with losses too (an RNG or data position the layout "
                    "did not save), not only for an exact one.")
 @library_errors
-def ckpt(path: Path, world_size: int | None, scan_values: bool, fmt: str | None,
-         output: str | None, verbose: bool, allow_losses: bool) -> None:
+def ckpt(path: Path, world_size: int | None, scan_values: bool, scan_budget: int | None,
+         no_scan: bool, fmt: str | None, output: str | None, verbose: bool,
+         allow_losses: bool) -> None:
     """Audit checkpoints before resuming: can a resume continue exactly?
 
     PATH is a checkpoint file (.pt, .bin, .ckpt, .safetensors), a checkpoint
@@ -380,10 +404,17 @@ def ckpt(path: Path, world_size: int | None, scan_values: bool, fmt: str | None,
 
     fmt = _format_from(fmt, output, REPORT_FORMATS, "text")
     _refuse_output_in_run(output, (path,), fmt)
-    progress = _scan_progress() if scan_values and sys.stderr.isatty() else None
+    from autopsy.ckpt.checks.values import DEFAULT_SCAN_BUDGET
+
+    if no_scan and (scan_values or scan_budget is not None):
+        _fail("--no-scan cannot go with --scan-values or --scan-budget")
+    scan = not no_scan
+    budget = None if scan_values else (scan_budget if scan_budget is not None
+                                       else DEFAULT_SCAN_BUDGET)
+    progress = _scan_progress() if scan and sys.stderr.isatty() else None
     try:
-        report = audit_path(path, world_size=world_size, scan_values=scan_values,
-                            progress=progress)
+        report = audit_path(path, world_size=world_size, scan_values=scan,
+                            progress=progress, scan_budget=budget)
     finally:
         if progress is not None:
             click.echo("\r\033[K", nl=False, err=True)

@@ -113,10 +113,16 @@ def test_explain_documents_check_codes() -> None:
     assert CliRunner().invoke(cli, ["explain", "RES001"]).exit_code == 0
 
 
-def test_ckpt_imports_neither_pandas_nor_torch() -> None:
+@pytest.mark.parametrize(("flags", "allowed"), [
+    (("--no-scan",), []),          # metadata only: nothing heavy
+    ((), ["numpy"]),               # the default value scan streams tensors with numpy
+])
+def test_ckpt_imports_neither_pandas_nor_torch(flags: tuple[str, ...],
+                                               allowed: list[str]) -> None:
     code = (
         "import sys, runpy\n"
-        f"sys.argv = ['autopsy', 'ckpt', {str(_need(GOOD))!r}, '--format', 'json']\n"
+        f"sys.argv = ['autopsy', 'ckpt', {str(_need(GOOD))!r}, '--format', 'json', "
+        f"*{list(flags)!r}]\n"
         "try:\n"
         "    runpy.run_module('autopsy', run_name='__main__')\n"
         "except SystemExit as exc:\n"
@@ -128,7 +134,28 @@ def test_ckpt_imports_neither_pandas_nor_torch() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert "HEAVY []" in proc.stderr
+    assert f"HEAVY {allowed}" in proc.stderr
+
+
+NAN_MOMENTS = SAMPLES / "ckpt_hf_nan_moments"
+
+
+def test_values_are_scanned_by_default_within_a_budget() -> None:
+    # NaN in exp_avg_sq: found without --scan-values now
+    code, out, _ = _run(str(_need(NAN_MOMENTS)))
+    assert code == 1 and out.startswith("NOT RESUMABLE: checkpoint-8")
+    assert "CKPT031" in out
+    code, out, _ = _run(str(NAN_MOMENTS), "--no-scan")
+    assert code == 0 and out.startswith("RESUMABLE: ")  # what --no-scan cannot see
+    # a budget smaller than the tensors: nothing is vouched for, so no exact resume
+    code, out, _ = _run(str(GOOD), "--scan-budget", "1K", "--format", "json")
+    report = json.loads(out)
+    assert code == 1 and report["resume_level"] == "with_losses"
+    assert any("values not scanned" in loss for loss in report["losses"])
+    code, out, _ = _run(str(GOOD), "--scan-budget", "1G")
+    assert code == 0 and out.startswith("RESUMABLE: checkpoint-8")
+    code, _, err = _run(str(GOOD), "--no-scan", "--scan-values")
+    assert code == 2 and "--no-scan" in err
 
 
 def test_one_file_of_a_checkpoint_folder_audits_the_folder() -> None:

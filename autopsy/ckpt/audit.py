@@ -15,6 +15,7 @@ from pathlib import Path
 
 from autopsy.ckpt.checks import CHECKS, completeness, consistency, integrity
 from autopsy.ckpt.checks.judge import Judge
+from autopsy.ckpt.checks.values import ScanBudget
 from autopsy.ckpt.components import AuditReport, CheckpointAudit, Component, Part, Status
 from autopsy.ckpt.files import FileReader
 from autopsy.ckpt.layouts import (
@@ -69,8 +70,8 @@ def audit_one(ref: CheckpointRef, *, world_size: int | None = None,
 
 
 def _audit(ref: CheckpointRef, world_size: int | None, scan_values: bool,
-           progress: Progress | None = None, *, fp16: bool | None = None
-           ) -> tuple[CheckpointAudit, bool]:
+           progress: Progress | None = None, *, fp16: bool | None = None,
+           budget: ScanBudget | None = None) -> tuple[CheckpointAudit, bool]:
     """The audit, and whether any of its files could be read at all."""
     parts = _gather(ref)
     if parts.fp16 is None and fp16 is not None:  # the files do not say; the run does
@@ -83,7 +84,7 @@ def _audit(ref: CheckpointRef, world_size: int | None, scan_values: bool,
     if scan_values:
         from autopsy.ckpt.checks import values
 
-        values.check(judge, progress)
+        values.check(judge, progress, budget)
     problems = [f"{f.rel}: {f.error}" for f in parts.all_files() if f.error]
     problems += [f"{f.rel}: {p}" for f in parts.all_files() for p in f.problems]
     problems += [what for _, _, what in parts.missing_files]
@@ -93,17 +94,17 @@ def _audit(ref: CheckpointRef, world_size: int | None, scan_values: bool,
     audit = CheckpointAudit(path=str(ref.path), layout=parts.layout.value, step=gs,
                             components=judge.components(), findings=tuple(judge.findings),
                             problems=tuple(problems), world_size=saved_world,
-                            weights_only=parts.weights_only)
+                            weights_only=parts.weights_only, unscanned=tuple(judge.unscanned))
     files = parts.all_files()
     return audit, not files or any(f.readable for f in files)
 
 
 def _guarded(ref: CheckpointRef, world_size: int | None, scan_values: bool,
-             progress: Progress | None = None, *, fp16: bool | None = None
-             ) -> tuple[CheckpointAudit, bool]:
+             progress: Progress | None = None, *, fp16: bool | None = None,
+             budget: ScanBudget | None = None) -> tuple[CheckpointAudit, bool]:
     """:func:`_audit`, with an unexpected failure turned into a not-resumable result."""
     try:
-        return _audit(ref, world_size, scan_values, progress, fp16=fp16)
+        return _audit(ref, world_size, scan_values, progress, fp16=fp16, budget=budget)
     except Exception as exc:  # a bug on odd input must degrade the report, never crash it
         what = f"the audit of {ref.path.name} failed: {type(exc).__name__}: {exc}"
         finding = Finding(
@@ -122,7 +123,8 @@ def _guarded(ref: CheckpointRef, world_size: int | None, scan_values: bool,
 
 def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
                scan_values: bool = False, stop_at_resumable: bool = False,
-               progress: Progress | None = None, fp16: bool | None = None) -> AuditReport:
+               progress: Progress | None = None, fp16: bool | None = None,
+               scan_budget: int | None = None) -> AuditReport:
     """Audit a checkpoint file, a checkpoint folder, or every checkpoint under a run dir.
 
     The verdict (``report.resumable``) is about the checkpoint a resume would pick:
@@ -131,7 +133,9 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
     ``stop_at_resumable`` audits from the picked one back to the newest resumable one
     and no further (``report.checkpoints`` then holds only those): what ``load_run``
     uses, so that a run dir with many large checkpoints stays cheap to load.
-    ``progress`` is called with the byte count of each tensor ``scan_values`` has read.
+    ``progress`` is called with the byte count of each tensor ``scan_values`` has read;
+    ``scan_budget`` bounds the bytes that scan reads over all checkpoints, the picked one
+    first (None: no bound); the tensors past it are each audit's ``unscanned``.
     ``fp16`` says whether the run trained in fp16 when the files do not (``load_run``
     passes the run's config): a grad scaler is then needed, and steps the scaler skipped
     explain an optimizer step count below the global step.
@@ -162,8 +166,10 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
     picked_ref = pick_newest(refs, root)
     order = [picked_ref, *(r for r in reversed(refs) if r is not picked_ref)]
     results: dict[Path, tuple[CheckpointAudit, bool]] = {}
+    budget = ScanBudget(scan_budget)
     for ref in order:
-        results[ref.path] = _guarded(ref, world_size, scan_values, progress, fp16=fp16)
+        results[ref.path] = _guarded(ref, world_size, scan_values, progress, fp16=fp16,
+                                     budget=budget)
         if stop_at_resumable and results[ref.path][0].resumable:
             break
     audits = {path: audit for path, (audit, _) in results.items()}

@@ -105,6 +105,8 @@ class CheckpointAudit:
         world_size: the world size the checkpoint was saved with, if known.
         weights_only: a weights-only save (a safetensors file or folder, a bare state
             dict): a model export rather than a training checkpoint.
+        unscanned: ``(component, tensors, bytes)`` whose values the scan did not read
+            (past its byte budget): an exact resume cannot be vouched for.
     """
 
     path: str
@@ -115,6 +117,8 @@ class CheckpointAudit:
     problems: tuple[str, ...] = ()
     world_size: int | None = None
     weights_only: bool = False
+    #: (component, tensors, bytes) whose values were not scanned (past the scan budget)
+    unscanned: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def resumable(self) -> bool:
@@ -137,14 +141,20 @@ class CheckpointAudit:
         save): empty only for an exact resume."""
         if not self.resumable:
             return [f"{c.name} ({c.status.value})" for c in self.components if c.blocking]
-        return [f"{c.name} ({c.status.value})" for c in self._lost()]
+        return [*(f"{c.name} ({c.status.value})" for c in self._lost()),
+                *(f"{name} values not scanned ({n} tensors)" for name, n, _ in self.unscanned)]
 
     def loss_effects(self) -> list[str]:
         """What each of :meth:`losses` does to the resumed run, one line each (``"rng: fresh
         RNG: dropout masks and shuffles differ from the original run"``)."""
         lost = [c for c in self.components if c.blocking] if not self.resumable \
             else self._lost()
-        return [f"{c.name}: {c.effect}" for c in lost if c.effect]
+        out = [f"{c.name}: {c.effect}" for c in lost if c.effect]
+        if self.resumable:
+            out += [f"{name}: {n} tensors ({nbytes:,} bytes) past the scan budget were not "
+                    "checked for NaN/Inf (raise --scan-budget, or --scan-values for all)"
+                    for name, n, nbytes in self.unscanned]
+        return out
 
     def _lost(self) -> list[Component]:
         return [c for c in self.components if not c.blocking and c.status in LOSSY]
@@ -155,7 +165,7 @@ class CheckpointAudit:
         (resumable without some state: :meth:`losses`) or ``not_resumable``."""
         if not self.resumable:
             return NOT_RESUMABLE
-        return WITH_LOSSES if self._lost() else EXACT
+        return WITH_LOSSES if self._lost() or self.unscanned else EXACT
 
 
 @dataclass(frozen=True)

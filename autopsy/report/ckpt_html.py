@@ -69,9 +69,9 @@ def ckpt_blocks(report: AuditReport) -> list[Block]:
         tone = Tone.GOOD
     elif picked.resumable:
         head = f"RESUMABLE WITH LOSSES: {describe(picked, root)}"
-        body.append(Para(["A resume goes on without ",
+        body.append(Para(["Not an exact resume: ",
                           Span(", ".join(picked.losses()), tone=Tone.WARN, strong=True),
-                          ":"]))
+                          "."]))
         body.append(Bullets([[line] for line in picked.loss_effects()]))
         tone = Tone.WARN
     else:

@@ -77,7 +77,7 @@ def _render_ckpt(report: AuditReport, out: IO[str], verbose: bool) -> None:
     if picked.resume_level == "exact":
         out.write(f"RESUMABLE: {describe(picked, root)}: an exact resume is possible\n")
     elif picked.resumable:
-        out.write(f"RESUMABLE WITH LOSSES: {describe(picked, root)}: a resume goes on without "
+        out.write(f"RESUMABLE WITH LOSSES: {describe(picked, root)}: not exact: "
                   f"{', '.join(picked.losses())}\n")
         for line in picked.loss_effects():
             out.write(f"  - {line}\n")

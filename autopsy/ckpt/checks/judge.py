@@ -32,6 +32,8 @@ class Judge:
         self.findings: list[Finding] = []
         #: Adam's step count, when the optimizer holds one (the step of last resort).
         self.optimizer_step: int | None = None
+        #: (component, tensors, bytes) the value scan left unread (past its budget)
+        self.unscanned: list[tuple[str, int, int]] = []
 
     def mark(self, part: Part, status: Status, evidence: str | None = None) -> None:
         """Set ``part``'s status (the worst wins) and add an evidence line."""
