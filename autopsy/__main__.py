@@ -1,5 +1,5 @@
 """``python -m autopsy``."""
 
-from autopsy.cli import main
+from autopsy._entry import main
 
 main()

@@ -49,7 +49,7 @@ def library_errors(func: F) -> F:
             sys.exit(exitcodes.OK)
         except KeyboardInterrupt:
             click.echo("autopsy: interrupted", err=True)
-            sys.exit(130)
+            sys.exit(exitcodes.INTERRUPTED)
 
     return wrapper  # type: ignore[return-value]
 

@@ -10,6 +10,8 @@ FAILURE = 1
 USAGE = 2
 #: The run was read but no decision could be made (verdict ``unknown``).
 UNDECIDED = 3
+#: Ctrl-C (SIGINT) before a command had started (the shell's convention, 128 + 2).
+INTERRUPTED = 130
 
 
 
@@ -25,5 +27,5 @@ def for_family(family: str) -> int:
 HELP_TEXT = (
     "Exit codes: 0 healthy (or resumable, or export written); 1 a failure was found "
     "(or not resumable); 2 usage error or nothing readable; 3 read, but could not decide "
-    "(verdict unknown)."
+    "(verdict unknown); 130 interrupted (Ctrl-C)."
 )

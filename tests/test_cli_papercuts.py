@@ -115,3 +115,24 @@ def test_a_rank_the_launcher_sent_sigterm_is_terminated_not_timed_out(tmp_path: 
     ended = {r["rank"]: r["ended"] for r in report["ranks"]}
     assert ended == {0: "terminated", 1: "raised"}
     assert report["verdict"]["ranks"][:1] == [1]
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line_not_a_traceback() -> None:
+    import subprocess
+    import sys
+
+    # a KeyboardInterrupt raised by the import of autopsy.cli: what Ctrl-C in the first
+    # milliseconds does
+    code = ("import builtins\n"
+            "real = builtins.__import__\n"
+            "def imp(name, *a, **k):\n"
+            "    if name == 'autopsy.cli':\n"
+            "        raise KeyboardInterrupt\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = imp\n"
+            "import runpy\n"
+            "runpy.run_module('autopsy', run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 130
+    assert proc.stderr.strip() == "autopsy: interrupted" and "Traceback" not in proc.stderr
