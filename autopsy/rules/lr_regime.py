@@ -6,9 +6,13 @@ typical range of the run's regime, read from its own config:
 - ``finetune_mode == "lora"`` (an ``adapter_config.json`` was found): LoRA, typically
   ``lora_lr_low..lora_lr_high`` (1e-4..3e-4);
 - an ``optim`` naming plain SGD: SGD, typically ``sgd_lr_low..sgd_lr_high`` (1e-3..1e-1);
-- otherwise full fine-tuning with an Adam-family optimizer, typically
-  ``full_lr_low..full_lr_high`` (1e-5..5e-5). The config cannot tell fine-tuning from
-  pre-training from scratch (typically 1e-4..1e-3); the regime says so.
+- otherwise, for a run with a trainer's arguments (:data:`TRAINER_KEYS`), full
+  fine-tuning with an Adam-family optimizer, typically ``full_lr_low..full_lr_high``
+  (1e-5..5e-5). The config cannot tell fine-tuning from pre-training from scratch
+  (typically 1e-4..1e-3); the regime says so;
+- a run whose config names none of these (a text log, a Keras or Lightning table): the
+  regime is unknown, and judged against the highest usual range (``sgd_lr_high``), so
+  that a CNN trained from scratch with SGD at 0.02 is not held to fine-tuning's range.
 
 Rules that use it declare :data:`autopsy.rules.thresholds.LR_REGIME` among their
 thresholds (the ranges' defaults and why each has its value are declared there).
@@ -91,10 +95,27 @@ def lr_regime(run: Run, thresholds: Mapping[str, Any]) -> Regime:
         return Regime("sgd", "SGD training", float(thresholds["sgd_lr_low"]),
                       float(thresholds["sgd_lr_high"]),
                       f"optim={optim.value} from {optim.source}", optim.source)
+    if not any(run.config.get_entry(k) is not None for k in TRAINER_KEYS):
+        # nothing says fine-tuning: a CNN trained from scratch with SGD at 0.02, a
+        # language model pre-trained with Adam at 1e-3; judged against the highest usual
+        # range (SGD's), so only an LR high for any regime is called high
+        return Regime("unknown", "any regime", float(thresholds["full_lr_low"]),
+                      float(thresholds["sgd_lr_high"]),
+                      "the config names no regime (no trainer arguments, no adapter config, "
+                      "no optimizer)", None)
     basis = ("no adapter config found, so full fine-tuning with an Adam-family optimizer "
              "is assumed; a pre-training run from scratch typically uses 1e-4..1e-3")
     return Regime("full", "full fine-tuning", float(thresholds["full_lr_low"]),
                   float(thresholds["full_lr_high"]), basis, None)
+
+
+#: Config keys of a trainer's arguments (the HF Trainer's, and the like): a run that has
+#: them is taken for the fine-tuning these trainers are mostly used for, unless an adapter
+#: config or an SGD optimizer says otherwise.
+TRAINER_KEYS: tuple[str, ...] = ("training_args_class", "warmup_steps", "warmup_ratio",
+                                 "per_device_train_batch_size", "lr_scheduler_type",
+                                 "max_grad_norm", "logging_nan_inf_filter",
+                                 "gradient_accumulation_steps", "logging_steps")
 
 
 def peak_lr(run: Run) -> PeakLR | None:

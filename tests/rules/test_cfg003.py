@@ -22,10 +22,23 @@ def test_fires_on_config_without_warmup_and_a_high_lr() -> None:
 
 def test_fires_from_a_logged_lr_that_starts_at_its_peak() -> None:
     lr = [1e-3 * (1 - i / 100) for i in range(100)]
-    run = synthetic_run({"loss": falling(3.0, 1.0, 100), "learning_rate": lr})
+    run = synthetic_run({"loss": falling(3.0, 1.0, 100), "learning_rate": lr},
+                        config={"per_device_train_batch_size": 8})  # a trainer's arguments
     f = codes(run)["CFG003"]
     assert any(e.tag == "learning_rate" and "warm-up 0" in e.summary for e in f.evidence)
     assert any("1-5% of the" in a for a in f.advice)
+
+
+def test_a_run_whose_config_names_no_regime_is_not_held_to_fine_tuning() -> None:
+    # a CNN trained from scratch (a text log: no trainer arguments, no optimizer name) at
+    # an SGD-like 0.02 and an Adam pre-training 1e-3: usual for their regimes
+    for peak in (0.02, 1e-3):
+        lr = [peak * (1 - i / 100) for i in range(100)]
+        run = synthetic_run({"loss": falling(3.0, 1.0, 100), "learning_rate": lr})
+        assert "CFG003" not in codes(run), peak
+    lr = [0.5 * (1 - i / 100) for i in range(100)]  # high for any regime: still said
+    f = codes(synthetic_run({"loss": falling(3.0, 1.0, 100), "learning_rate": lr}))["CFG003"]
+    assert "any regime" in f.message and "names no regime" in f.message
 
 
 def test_fires_on_nan_after_grad_spike_without_outranking_the_nan() -> None:

@@ -11,7 +11,7 @@ from autopsy.model import Family
 
 def test_fires_on_full_finetune_with_a_tiny_lr() -> None:
     run = synthetic_run({"loss": noisy(2.1, 60), "grad_norm": noisy(0.8, 60, noise=0.2)},
-                        config={"learning_rate": 1e-7})
+                        config={"learning_rate": 1e-7, "per_device_train_batch_size": 8})
     d = diagnose(run)
     assert d.verdict.family is Family.NOT_DECREASING
     assert d.verdict.cause == "lr_too_low"

@@ -98,7 +98,9 @@ def no_warmup_high_lr(run: Run, ctx: RuleContext) -> Finding | None:
     else:
         advice = (f"Add a warm-up of 1-5% of the optimizer steps (warmup_ratio={frac:g}); "
                   f"the step count is unknown: {budget.how}.")
-    assumed = " (regime assumed: no adapter config)" if regime.source is None else ""
+    assumed = "" if regime.source is not None else (
+        " (the config names no regime)" if regime.name == "unknown"
+        else " (regime assumed: no adapter config)")
     return ctx.finding(
         message=f"No LR warm-up, and the peak LR {lr.value:.3g} is above the {regime.label} "
                 f"range {regime.range_text}{assumed}: the first steps take the full LR at once.",
