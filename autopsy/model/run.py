@@ -12,6 +12,8 @@ from autopsy.model.problem import Problem
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from autopsy.ckpt.components import CheckpointAudit
+
 
 #: Readers whose numbers are printed text, often rounded (a tie-break in :meth:`Run.series`).
 LOW_FIDELITY_READERS: frozenset[str] = frozenset({"ranklogs"})
@@ -47,7 +49,8 @@ class Run:
         scalars: the long scalars frame (see :mod:`autopsy.model.scalars`).
         events: the events frame (see :mod:`autopsy.model.events`).
         config: what the run was told to do, each value with its source.
-        checkpoints: checkpoint audit results (filled by ``autopsy.ckpt``).
+        checkpoints: checkpoint audit results (:class:`autopsy.ckpt.components.CheckpointAudit`,
+            filled by ``autopsy.ckpt``), oldest first.
         problems: inputs that could not be read fully.
         sources: the files read, with their reader and row counts.
         unread: files found that no reader recognises (relative paths).
@@ -57,7 +60,7 @@ class Run:
     scalars: pd.DataFrame
     events: pd.DataFrame
     config: RunConfig = field(default_factory=RunConfig)
-    checkpoints: list[Any] = field(default_factory=list)
+    checkpoints: list[CheckpointAudit] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     sources: list[SourceInfo] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)

@@ -61,18 +61,17 @@ def checkpoint_rows(run: Run) -> list[dict[str, Any]]:
     layout, step, whether a resume from it is exact, and what it would lose."""
     rows = []
     for audit in run.checkpoints:
-        path = Path(str(getattr(audit, "path", "")))
+        path = Path(audit.path)
         try:
             shown = path.resolve().relative_to(run.root.resolve()).as_posix()
         except (ValueError, OSError):
             shown = path.as_posix()
-        losses = getattr(audit, "losses", None)
         rows.append({
             "path": shown,
-            "layout": getattr(audit, "layout", None),
-            "step": getattr(audit, "step", None),
-            "resumable": bool(getattr(audit, "resumable", False)),
-            "resume_level": str(getattr(audit, "resume_level", "not_resumable")),
-            "losses": list(losses()) if callable(losses) else [],
+            "layout": audit.layout,
+            "step": audit.step,
+            "resumable": audit.resumable,
+            "resume_level": audit.resume_level,
+            "losses": audit.losses(),
         })
     return rows
