@@ -45,14 +45,63 @@ def _float_text(x: float) -> str:
     return repr(x)  # shortest round-trip form; non-finite values give nan, inf, -inf
 
 
+#: Rows written per chunk by :func:`write_csv` (memory: one chunk's text at a time).
+CSV_CHUNK_ROWS = 200_000
+
+
+def _csv_cell(text: str) -> str:
+    """``text`` quoted as the csv module's QUOTE_MINIMAL does, where it needs to be."""
+    if any(c in text for c in ',"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _labels(column: pd.Series) -> tuple[list[str], object]:
+    """A string column as (each category's CSV cell, the rows' codes): a tag or source
+    is quoted once per distinct value, not once per row."""
+    import pandas as pd
+
+    cat = column if isinstance(column.dtype, pd.CategoricalDtype) else \
+        column.astype(str).astype("category")
+    cells = [_csv_cell(str(c)) for c in cat.cat.categories]
+    return cells, cat.cat.codes.to_numpy()
+
+
 def write_csv(frame: pd.DataFrame, out: IO[str]) -> None:
     """CSV with a header; ``value`` keeps NaN/Inf as ``nan``/``inf``/``-inf``.
 
-    Empty cells mean "unknown" (``wall_time``, ``rank``).
+    Empty cells mean "unknown" (``wall_time``, ``rank``). Written column by column in
+    chunks of :data:`CSV_CHUNK_ROWS` rows (plain Python strings joined once per chunk, the
+    string columns quoted once per distinct value), so the export takes about as long as
+    reading the run, and memory one chunk's text.
     """
-    df = frame.loc[:, list(TIMELINE_COLUMNS)].copy()
-    df["value"] = [_float_text(v) for v in df["value"].to_numpy()]
-    df.to_csv(out, index=False, lineterminator="\n")
+    out.write(",".join(TIMELINE_COLUMNS) + "\n")
+    n = len(frame)
+    if not n:
+        return
+    steps = frame["step"].to_numpy()
+    values = frame["value"].to_numpy(dtype=float)
+    walls = frame["wall_time"].to_numpy(dtype=float)
+    ranks = frame["rank"].astype("float64").to_numpy()
+    segments = frame["segment"].to_numpy()
+    tag_cells, tag_codes = _labels(frame["tag"])
+    raw_cells, raw_codes = _labels(frame["raw_tag"])
+    src_cells, src_codes = _labels(frame["source"])
+    for lo in range(0, n, CSV_CHUNK_ROWS):
+        hi = min(n, lo + CSV_CHUNK_ROWS)
+        wall = walls[lo:hi]
+        rank = ranks[lo:hi]
+        cols = (
+            map(str, steps[lo:hi].tolist()),
+            (tag_cells[c] for c in tag_codes[lo:hi].tolist()),
+            (raw_cells[c] for c in raw_codes[lo:hi].tolist()),
+            map(repr, values[lo:hi].tolist()),
+            ("" if w != w else repr(w) for w in wall.tolist()),
+            ("" if r != r else str(int(r)) for r in rank.tolist()),
+            map(str, segments[lo:hi].tolist()),
+            (src_cells[c] for c in src_codes[lo:hi].tolist()),
+        )
+        out.write("\n".join(map(",".join, zip(*cols, strict=True))) + "\n")
 
 
 def write_json(frame: pd.DataFrame, out: IO[str]) -> None:
