@@ -176,6 +176,11 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
     if not any(readable for _, readable in results.values()):
         first = audits[picked_ref.path]
         why = first.problems[0] if first.problems else "unreadable"
+        hostile = [e.key for f in first.findings if f.code in ("CKPT030", "CKPT032")
+                   for e in f.evidence if e.key]
+        if hostile:  # a payload masked by the bytes after it: unreadable, and still named
+            why += (f"; before it fails, it references {', '.join(dict.fromkeys(hostile))}, "
+                    "which torch.load(weights_only=False) would run (autopsy never did)")
         raise NothingReadable(f"nothing readable in {root}: {why}")
     picked = audits[picked_ref.path]
     ordered = [audits[r.path] for r in refs if r.path in audits]

@@ -238,3 +238,18 @@ class _UserConfig:
 
     def __init__(self, depth: int) -> None:
         self.depth = depth
+
+
+def test_an_unreadable_single_file_still_names_the_payload(tmp_path: Path) -> None:
+    import pickle
+
+    from autopsy.errors import NothingReadable
+
+    marker = tmp_path / "PWNED"
+    path = tmp_path / "state.pkl"
+    path.write_bytes(builders.splice_payload(pickle.dumps({"step": 5}, protocol=4),
+                                             "os.system", marker, mask="bad_opcode"))
+    with pytest.raises(NothingReadable) as info:
+        audit_path(path)
+    assert "posix.system" in str(info.value) and "never did" in str(info.value)
+    assert not marker.exists()
