@@ -442,6 +442,19 @@ def ckpt(path: Path, world_size: int | None, scan_values: bool, scan_budget: int
     sys.exit(exitcodes.OK if ok else exitcodes.FAILURE)
 
 
+def _shipped_listing() -> list[dict[str, Any]] | None:
+    """The rule catalogue shipped as ``autopsy/rules/catalogue.json`` (None if unreadable:
+    the registry is then imported)."""
+    import json
+
+    path = Path(__file__).resolve().parent / "rules" / "catalogue.json"
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return rows if isinstance(rows, list) else None
+
+
 @cli.command(name="rules", context_settings=CONTEXT_SETTINGS)
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
               default="text", help="Output format.")
@@ -457,6 +470,19 @@ def rules_command(fmt: str, show_thresholds: bool) -> None:
         autopsy rules
         autopsy rules --thresholds --format json
     """
+    if not show_thresholds and fmt in ("text", "json"):
+        rows = _shipped_listing()  # the catalogue as data: no rule (nor pandas) imported
+        if rows is not None:
+            if fmt == "json":
+                import json
+
+                click.echo(json.dumps(rows, indent=2))
+            else:
+                for r in rows:
+                    causes = f" [{', '.join(r['causes'])}]" if r["causes"] else ""
+                    click.echo(f"{r['code']:<8} {r['name']:<22} {r['family']:<15} "
+                               f"{r['title']}{causes}")
+            return
     from autopsy.rules.catalogue import markdown
     from autopsy.rules.registry import load_rules
 

@@ -9,6 +9,7 @@ threshold with its default, the rules that declare it and why it has that value.
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from collections.abc import Mapping
@@ -158,18 +159,41 @@ def markdown(registry: Mapping[str, RuleSpec]) -> str:
     return "\n".join(out) + "\n"
 
 
+#: The catalogue's list as data, shipped with the package: ``autopsy rules`` prints it
+#: without importing the rules (and pandas with them). Written by ``--write``; a test
+#: checks it against the registry.
+LISTING_PATH = Path(__file__).resolve().parent / "catalogue.json"
+
+
+def listing(registry: Mapping[str, RuleSpec]) -> list[dict[str, object]]:
+    """One object per rule: ``code``, ``name``, ``family``, ``causes``, ``requires``,
+    ``thresholds`` (name -> default) and ``title`` (the ``autopsy rules --format json``
+    rows)."""
+    return [{"code": s.code, "name": s.name, "family": s.family.value, "causes": list(s.causes),
+             "requires": list(s.requires), "thresholds": dict(s.thresholds), "title": s.title}
+            for s in registry.values()]
+
+
+def listing_json(registry: Mapping[str, RuleSpec]) -> str:
+    """:func:`listing` as the text of :data:`LISTING_PATH`."""
+    return json.dumps(listing(registry), indent=2) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m autopsy.rules.catalogue [--write | --check]``."""
     args = sys.argv[1:] if argv is None else argv
-    text = markdown(load_rules())
+    registry = load_rules()
+    text = markdown(registry)
     if "--write" in args:
         DOC_PATH.write_text(text)
+        LISTING_PATH.write_text(listing_json(registry))
         return 0
     if "--check" in args:
         current = DOC_PATH.read_text() if DOC_PATH.exists() else ""
-        if current != text:
-            print(f"{DOC_PATH} is stale: run python -m autopsy.rules.catalogue --write",
-                  file=sys.stderr)
+        shipped = LISTING_PATH.read_text() if LISTING_PATH.exists() else ""
+        if current != text or shipped != listing_json(registry):
+            print(f"{DOC_PATH} or {LISTING_PATH.name} is stale: run python -m "
+                  "autopsy.rules.catalogue --write", file=sys.stderr)
             return 1
         return 0
     sys.stdout.write(text)

@@ -51,3 +51,29 @@ def test_rule_has_a_failing_and_a_near_miss_test(code: str) -> None:
 def test_docs_rules_md_is_not_stale() -> None:
     assert DOC_PATH.read_text() == markdown(RULES), (
         "docs/rules.md is stale: run python -m autopsy.rules.catalogue --write")
+
+
+def test_the_shipped_catalogue_is_the_registrys() -> None:
+    from autopsy.rules.catalogue import LISTING_PATH, listing_json
+
+    assert LISTING_PATH.read_text() == listing_json(RULES), (
+        "autopsy/rules/catalogue.json is stale: run python -m autopsy.rules.catalogue --write")
+
+
+def test_rules_listing_imports_neither_the_rules_nor_pandas() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, runpy\n"
+            "sys.argv = ['autopsy', 'rules']\n"
+            "try:\n"
+            "    runpy.run_module('autopsy', run_name='__main__')\n"
+            "except SystemExit as exc:\n"
+            "    assert not exc.code, exc.code\n"
+            "print('HEAVY', [m for m in ('pandas', 'numpy', 'autopsy.rules.registry')\n"
+            "                if m in sys.modules], file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "HEAVY []" in proc.stderr
+    assert "NAN001" in proc.stdout and "HLT001" in proc.stdout
