@@ -1,4 +1,4 @@
-"""Time ``autopsy --help`` and each command's ``--help`` whole-process.
+"""Time ``autopsy --help``, each command's ``--help`` and ``autopsy rules`` whole-process.
 
 The goal (issue 2): each returns in under 0.3 s, because nothing heavy is imported
 at start-up. Writes the figures into ``docs/performance.md`` under ``## Start-up``.
@@ -41,7 +41,7 @@ def main() -> None:
     exe = shutil.which("autopsy")
     base = [exe] if exe else [sys.executable, "-m", "autopsy"]
     rows = []
-    for extra in (["--help"], ["analyze", "--help"], ["timeline", "--help"]):
+    for extra in (["--help"], ["analyze", "--help"], ["timeline", "--help"], ["rules"]):
         times = time_command(base + extra, args.runs)
         rows.append((" ".join(["autopsy", *extra]), statistics.median(times), max(times)))
     floor = statistics.median(time_command([sys.executable, "-c", "pass"], args.runs))
