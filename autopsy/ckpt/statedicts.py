@@ -18,7 +18,8 @@ WEIGHT_KEYS = ("model", "state_dict", "model_state_dict", "model_state", "module
 OPTIMIZER_KEYS = ("optimizer", "optimizer_state_dict", "optimizer_state", "optim", "opt",
                   "optimizer_states", "optimizers")
 SCHEDULER_KEYS = ("lr_scheduler", "scheduler", "scheduler_state_dict", "lr_scheduler_state",
-                  "lr_schedulers", "schedulers", "sched")
+                  "lr_schedulers", "schedulers", "sched",
+                  "opt_param_scheduler")  # Megatron-LM's OptimizerParamScheduler
 SCALER_KEYS = ("scaler", "grad_scaler", "scaler_state_dict", "amp", "native_amp_scaling_state",
                "MixedPrecision", "loss_scaler")
 STEP_KEYS = ("global_step", "step", "iteration", "iter", "iter_num", "global_steps",
@@ -81,10 +82,22 @@ def is_optimizer(obj: Any) -> bool:
     return isinstance(obj, dict) and "param_groups" in obj and "state" in obj
 
 
+#: Keys of Megatron-LM's scheduler state (``OptimizerParamScheduler.state_dict()``; the
+#: older ``AnnealingLR`` saved ``warmup_steps``/``decay_steps``/``decay_style``): its step
+#: count ``num_steps`` and one of its schedule settings.
+_MEGATRON_SCHEDULER = frozenset({"max_lr", "lr_warmup_steps", "warmup_steps", "lr_decay_steps",
+                                 "decay_steps"})
+
+
 def is_scheduler(obj: Any) -> bool:
-    """A torch LR scheduler state dict (``last_epoch``/``base_lrs``/``_step_count``)."""
+    """An LR scheduler state dict: torch's (``last_epoch``/``base_lrs``/``_step_count``) or
+    Megatron-LM's (``num_steps`` with ``max_lr``, ``lr_warmup_steps``...)."""
     obj = unwrap(obj)
-    return isinstance(obj, dict) and bool({"last_epoch", "base_lrs", "_step_count"} & set(obj))
+    if not isinstance(obj, dict):
+        return False
+    keys = set(obj)
+    return bool({"last_epoch", "base_lrs", "_step_count"} & keys) or (
+        "num_steps" in keys and bool(_MEGATRON_SCHEDULER & keys))
 
 
 def is_scaler(obj: Any) -> bool:

@@ -253,3 +253,50 @@ def test_an_unreadable_single_file_still_names_the_payload(tmp_path: Path) -> No
         audit_path(path)
     assert "posix.system" in str(info.value) and "never did" in str(info.value)
     assert not marker.exists()
+
+
+def _megatron_checkpoint(path: Path, scheduler: bool) -> None:
+    """A ``model_optim_rng.pt`` with the keys Megatron-LM's ``save_checkpoint`` writes (args,
+    checkpoint_version, iteration, model, optimizer, opt_param_scheduler, rng_state), the
+    scheduler's state as ``OptimizerParamScheduler.state_dict()`` returns it."""
+    import argparse
+    import random
+
+    import numpy as np
+    import torch
+
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for _ in range(3):
+        opt.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        opt.step()
+    state = {
+        "args": argparse.Namespace(lr=1e-3, train_iters=1000, micro_batch_size=2),
+        "checkpoint_version": 3.0, "iteration": 3, "model": model.state_dict(),
+        "optimizer": opt.state_dict(),
+        "rng_state": [{"random_rng_state": random.getstate(),
+                       "np_rng_state": np.random.get_state(),
+                       "torch_rng_state": torch.get_rng_state(), "cuda_rng_state": None,
+                       "rng_tracker_states": {}}],
+    }
+    if scheduler:
+        state["opt_param_scheduler"] = {
+            "max_lr": 1e-3, "lr_warmup_steps": 100, "num_steps": 3, "lr_decay_style": "cosine",
+            "lr_decay_steps": 1000, "min_lr": 1e-5, "start_wd": 0.01, "end_wd": 0.01,
+            "wd_incr_style": "constant", "wd_incr_steps": 1000}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(state, path)
+
+
+def test_megatron_scheduler_state_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "iter_0000003" / "mp_rank_00" / "model_optim_rng.pt"
+    _megatron_checkpoint(path, scheduler=True)
+    audit = audit_path(path).picked
+    sched = audit.component("scheduler")
+    assert sched is not None and sched.status.value == "ok"
+    assert any("opt_param_scheduler" in e for e in sched.evidence)
+    assert audit.resumable and "CKPT032" not in _codes(audit)  # argparse.Namespace is fine
+    _megatron_checkpoint(path, scheduler=False)
+    # without the key a plain torch.save dict may simply have no scheduler
+    assert audit_path(path).picked.component("scheduler").status.value == "not_applicable"
