@@ -276,3 +276,32 @@ def test_a_family_override_reaches_every_rule_sharing_the_declaration() -> None:
     flat = [c for c, s in RULES.items() if "chance_tol" in s.thresholds]
     assert len(flat) == 5
     assert all(settings.thresholds(RULES[c])["chance_tol"] == 0.07 for c in flat)
+
+
+@pytest.mark.parametrize("command", ["analyze", "ranks", "ckpt", "rules", "explain",
+                                     "timeline", "formats"])
+def test_every_threshold_named_in_a_help_text_exists_in_code(command: str) -> None:
+    from click.testing import CliRunner
+
+    from autopsy.cli import cli
+
+    text = CliRunner().invoke(cli, [command, "--help"]).output
+    text += CliRunner().invoke(cli, ["--help"]).output
+    assert text.strip()
+    assert _unknown_in_plain_text(text) == []
+
+
+def _unknown_in_plain_text(text: str) -> list[str]:
+    """``--set SELECTOR.name=`` references (no backticks: a help text) whose threshold does
+    not exist; ``CODE.name`` is the placeholder the help itself uses."""
+    bad = []
+    for selector, name in re.findall(r"--set\s+([A-Za-z_]+\d{0,3})\.([a-z_0-9]+)=", text):
+        if (selector, name) != ("CODE", "name") and not _known(selector, name, RULES):
+            bad.append(f"{selector}.{name}")
+    return bad
+
+
+def test_a_made_up_threshold_name_in_a_help_text_is_caught() -> None:
+    assert _unknown_in_plain_text("e.g. --set NAN001.spike_ratio=20; same as --set "
+                                  "SLOW005.gpu=NAME") == []
+    assert _unknown_in_plain_text("e.g. --set NAN001.spike_ratiox=20") == ["NAN001.spike_ratiox"]
