@@ -442,6 +442,18 @@ def ckpt(path: Path, world_size: int | None, scan_values: bool, scan_budget: int
     sys.exit(exitcodes.OK if ok else exitcodes.FAILURE)
 
 
+def _print_listing(rows: list[dict[str, Any]], fmt: str) -> None:
+    """The catalogue rows (rules, then checkpoint checks) as JSON or one line each."""
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        causes = f" [{', '.join(r['causes'])}]" if r["causes"] else ""
+        click.echo(f"{r['code']:<8} {r['name']:<22} {r['family']:<15} {r['title']}{causes}")
+
+
 def _shipped_listing() -> list[dict[str, Any]] | None:
     """The rule catalogue shipped as ``autopsy/rules/catalogue.json`` (None if unreadable:
     the registry is then imported)."""
@@ -473,15 +485,7 @@ def rules_command(fmt: str, show_thresholds: bool) -> None:
     if not show_thresholds and fmt in ("text", "json"):
         rows = _shipped_listing()  # the catalogue as data: no rule (nor pandas) imported
         if rows is not None:
-            if fmt == "json":
-                import json
-
-                click.echo(json.dumps(rows, indent=2))
-            else:
-                for r in rows:
-                    causes = f" [{', '.join(r['causes'])}]" if r["causes"] else ""
-                    click.echo(f"{r['code']:<8} {r['name']:<22} {r['family']:<15} "
-                               f"{r['title']}{causes}")
+            _print_listing(rows, fmt)
             return
     from autopsy.rules.catalogue import markdown
     from autopsy.rules.registry import load_rules
@@ -501,17 +505,10 @@ def rules_command(fmt: str, show_thresholds: bool) -> None:
         return
     if fmt == "markdown":
         click.echo(markdown(registry), nl=False)
-    elif fmt == "json":
-        import json
+        return
+    from autopsy.rules.catalogue import listing
 
-        click.echo(json.dumps([
-            {"code": s.code, "name": s.name, "family": s.family.value, "causes": list(s.causes),
-             "requires": list(s.requires), "thresholds": dict(s.thresholds), "title": s.title}
-            for s in registry.values()], indent=2))
-    else:
-        for s in registry.values():
-            causes = f" [{', '.join(s.causes)}]" if s.causes else ""
-            click.echo(f"{s.code:<8} {s.name:<22} {s.family.value:<15} {s.title}{causes}")
+    _print_listing(listing(registry), fmt)
 
 
 @cli.command(name="formats", context_settings=CONTEXT_SETTINGS)

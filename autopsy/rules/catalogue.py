@@ -156,7 +156,25 @@ def markdown(registry: Mapping[str, RuleSpec]) -> str:
             "(`--set NAN.spike_ratio=4`, `[tool.autopsy.rules.nan_inf]`), on one rule with "
             "`--set CODE.name=VALUE` or `[tool.autopsy.rules.CODE]`.",
             "", thresholds_markdown(threshold_rows(registry)).rstrip("\n")]
+    out += ["", "## Checkpoint checks", "",
+            "The checks of `autopsy ckpt` (and of the checkpoints `autopsy analyze` audits), "
+            "in the same catalogue: family `resume`, each with the cause it names. `autopsy "
+            "explain CKPTnnn` prints one; `docs/ckpt.md` says what each component's status "
+            "means.", "",
+            "| code | name | family | cause | title |", "|---|---|---|---|---|"]
+    for check in _checks():
+        out.append(f"| {check['code']} | `{check['name']}` | resume | {check['causes'][0]} | "
+                   f"{check['title']} |")
     return "\n".join(out) + "\n"
+
+
+def _checks() -> list[dict[str, object]]:
+    """The checkpoint checks (:data:`autopsy.ckpt.checks.CHECKS`) as catalogue rows."""
+    from autopsy.ckpt.checks import CHECKS
+
+    return [{"kind": "check", "code": c.code, "name": c.name, "family": "resume",
+             "causes": [c.cause], "requires": ["checkpoint"], "thresholds": {},
+             "title": c.title} for c in sorted(CHECKS.values(), key=lambda c: c.code)]
 
 
 #: The catalogue's list as data, shipped with the package: ``autopsy rules`` prints it
@@ -166,12 +184,13 @@ LISTING_PATH = Path(__file__).resolve().parent / "catalogue.json"
 
 
 def listing(registry: Mapping[str, RuleSpec]) -> list[dict[str, object]]:
-    """One object per rule: ``code``, ``name``, ``family``, ``causes``, ``requires``,
-    ``thresholds`` (name -> default) and ``title`` (the ``autopsy rules --format json``
-    rows)."""
-    return [{"code": s.code, "name": s.name, "family": s.family.value, "causes": list(s.causes),
-             "requires": list(s.requires), "thresholds": dict(s.thresholds), "title": s.title}
-            for s in registry.values()]
+    """One object per rule and per checkpoint check: ``kind`` (``rule`` or ``check``),
+    ``code``, ``name``, ``family``, ``causes``, ``requires``, ``thresholds`` (name ->
+    default) and ``title`` (the ``autopsy rules --format json`` rows)."""
+    return [*({"kind": "rule", "code": s.code, "name": s.name, "family": s.family.value,
+               "causes": list(s.causes), "requires": list(s.requires),
+               "thresholds": dict(s.thresholds), "title": s.title}
+              for s in registry.values()), *_checks()]
 
 
 def listing_json(registry: Mapping[str, RuleSpec]) -> str:

@@ -77,3 +77,26 @@ def test_rules_listing_imports_neither_the_rules_nor_pandas() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "HEAVY []" in proc.stderr
     assert "NAN001" in proc.stdout and "HLT001" in proc.stdout
+
+
+def test_checkpoint_checks_are_in_the_catalogue_with_documented_causes() -> None:
+    import json
+    import subprocess
+    import sys
+
+    from corpus_labels import guide_causes
+
+    from autopsy.ckpt.checks import CHECKS
+
+    out = subprocess.run([sys.executable, "-m", "autopsy", "rules", "--format", "json"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    rows = json.loads(out)
+    checks = {r["code"]: r for r in rows if r["kind"] == "check"}
+    rules = {r["code"] for r in rows if r["kind"] == "rule"}
+    assert set(checks) == set(CHECKS) and rules == set(RULES)
+    resume_causes = guide_causes()["resume"]
+    for code, row in checks.items():
+        assert row["family"] == "resume" and row["causes"] == [CHECKS[code].cause]
+        assert CHECKS[code].cause in resume_causes, (code, CHECKS[code].cause)
+    text = DOC_PATH.read_text()
+    assert all(f"| {code} | `{CHECKS[code].name}` |" in text for code in CHECKS)
