@@ -631,7 +631,7 @@ def _verdict(lb: dict[str, Any]) -> str:
     broken = ", ".join(f"{c} {lb['components'][c]}" for c in lb["broken"])
     newest = lb["newest_resumable"]
     tail = f"; newest resumable: `{newest}`" if newest else "; nothing resumable"
-    scan = " (with --scan-values)" if lb["scan_values"] else ""
+    scan = " (found by the value scan, on by default)" if lb["scan_values"] else ""
     return f"not resumable{scan}: resume / {lb['cause']}: {broken} in `{lb['checkpoint']}`{tail}"
 
 
