@@ -40,11 +40,6 @@ def select_sources(scalars: pd.DataFrame, globs: Sequence[str]) -> pd.DataFrame:
     return scalars.loc[names.isin(wanted)]
 
 
-def _float_text(x: float) -> str:
-    x = float(x)
-    return repr(x)  # shortest round-trip form; non-finite values give nan, inf, -inf
-
-
 #: Rows written per chunk by :func:`write_csv` (memory: one chunk's text at a time).
 CSV_CHUNK_ROWS = 200_000
 

@@ -192,7 +192,7 @@ def _missing(value: Any) -> bool:
 
 
 def _by_rank(ev: pd.DataFrame, roles: pd.Series) -> dict[int, list[_Ev]]:
-    """Each rank's events, in one pass over the columns, ordered as :func:`order_events`."""
+    """Each rank's events, in one pass over the columns, each rank's in order (:func:`_ordered`)."""
     out: dict[int, list[_Ev]] = {}
     if ev.empty:
         return out
@@ -216,17 +216,6 @@ def _ordered(evs: list[_Ev]) -> list[_Ev]:
     if all(e.wall == e.wall for e in evs):
         return sorted(evs, key=lambda e: (e.wall, e.source, line_key(e)))
     return sorted(evs, key=lambda e: (e.source, line_key(e)))
-
-
-def order_events(frame: pd.DataFrame) -> pd.DataFrame:
-    """Order one rank's events by wall_time when all are timed, else by (source, line)."""
-    if frame.empty:
-        return frame
-    keys = ["source", "line"]
-    if frame["wall_time"].notna().all():
-        keys = ["wall_time", *keys]
-    tmp = frame.assign(source=frame["source"].astype(str))
-    return frame.loc[tmp.sort_values(keys, kind="stable").index]
 
 
 def _exitcode(evs: list[_Ev]) -> int | None:
