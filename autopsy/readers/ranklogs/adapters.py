@@ -427,22 +427,22 @@ def parse_bar(text: str, ctx: LineContext) -> MetricLine | None:
 _BRACKET_KEY = re.compile(r"\[([A-Za-z][A-Za-z_ ]*)\]")
 #: Step markers of generic lines, most precise first (case-insensitive).
 _STEP_MARKERS = (
-    re.compile(r"(?i)(?:^|[^\w])global[ _]?step\s*[:=#]?\s*(\d+)"),
-    re.compile(r"(?i)(?:^|[^\w/])(?:step|steps|updates?|num_updates)\s*[:=#]?\s*(\d+)\b"),
-    re.compile(r"(?i)(?:^|[^\w])(?:iter|iteration|it|batch)\s*[:=#]?\s*\[?\s*(\d+)\b"),
+    re.compile(r"(?i)(?:^|[^\w])global[ _]?step\s*(?:[:=#]\s*)?(\d+)"),
+    re.compile(r"(?i)(?:^|[^\w/])(?:step|steps|updates?|num_updates)\s*(?:[:=#]\s*)?(\d+)\b"),
+    re.compile(r"(?i)(?:^|[^\w])(?:iter|iteration|it|batch)\s*(?:[:=#]\s*)?(?:\[\s*)?(\d+)\b"),
 )
 _EPOCH_MARKER = re.compile(r"(?i)(?:^|[^\w])(?:epoch|ep|e)\s*(?:[:=#]\s*)?(?:\[\s*)?(\d+)\b")
 #: Multi-word keys ending in loss (``Total Loss 2.6``, ``Train Loss: 0.3``).
 _WORDS_LOSS = re.compile(r"(?<![\w])((?:(?i:total|train|training|val|valid|validation|test|"
                          r"eval|avg|average|mean|running|epoch|batch|lm|cls|reg)[ _])?"
-                         r"[A-Za-z]*[Ll][Oo][Ss][Ss])\s*[:=]?\s*"
+                         r"[A-Za-z]*[Ll][Oo][Ss][Ss])\s*(?:[:=]\s*)?"
                          + _VALUE + r"(?=[\s,;`|)\]]|$)")
 #: A metric named with its phase in words (``train acc: 0.5 val acc: 0.5``, ``best test acc:
 #: 0.91``): the key keeps the phase, so a best-so-far or a test figure is not the accuracy.
 _WORDS_METRIC = re.compile(
     r"(?<![\w])((?i:best[ _](?:train|training|val|valid|validation|test|eval)|best|train|"
     r"training|val|valid|validation|test|eval)[ _](?i:acc|accuracy|top1|top5|f1|auc|ppl|"
-    r"perplexity|bleu|map|miou|iou|precision|recall))\s*[:=]?\s*" + _VALUE
+    r"perplexity|bleu|map|miou|iou|precision|recall))\s*(?:[:=]\s*)?" + _VALUE
     + r"(?=[\s,;`|)\]]|$)")
 
 
@@ -525,7 +525,7 @@ def parse_json_line(text: str, ctx: LineContext) -> MetricLine | None:
 #: ``[Epoch e/E][Iter i/n]``, ``Epoch: [e][i/n]`` (PyTorch's ImageNet example), ``[Epoch
 #: e][Batch b]`` (GluonCV): an epoch and a position within it.
 _JSON_KEY_LINE = re.compile(r'^\s*"([\w/.@ -]+)":\s*(' + _NUM + r'|NaN|Infinity|-Infinity|null'
-                            r'|"[^"]*")\s*,?\s*$')
+                            r'|"[^"]*")\s*(?:,\s*)?$')
 
 
 def parse_json_key_line(text: str, ctx: LineContext) -> MetricLine | None:
@@ -621,10 +621,12 @@ def parse_mxnet(text: str, ctx: LineContext) -> MetricLine | None:
 #: (1%)]\tLoss: 1.36`` (mnist: the position and length in samples) and ``[1,  2000] loss:
 #: 2.187`` (the CIFAR-10 tutorial: epoch and mini-batch, no length).
 _EPOCH_ITER = (
-    re.compile(r"(?i)\bepoch\s*:?\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*(?:/\s*(\d+)\s*)?\]"),
-    re.compile(r"(?i)\bepoch\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?.{0,40}?"
-               r"\b(?:iter|iteration|batch|step)\b\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?"),
-    re.compile(r"(?i)\bepoch\s*[:=#]?\s*(\d+)\s*\[\s*(\d+)\s*/\s*(\d+)\s*[(\]]"),
+    # (each optional separator takes the spaces after it: no two \s* share a run of spaces,
+    # so "epoch" and 60,000 spaces cost linear time)
+    re.compile(r"(?i)\bepoch\s*(?::\s*)?\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*(?:/\s*(\d+)\s*)?\]"),
+    re.compile(r"(?i)\bepoch\s*(?:[:=#]\s*)?(?:\[\s*)?(\d+)(?:\s*/\s*\d+)?\s*\]?.{0,40}?"
+               r"\b(?:iter|iteration|batch|step)\b\s*(?:[:=#]\s*)?(?:\[\s*)?(\d+)(?:\s*/\s*(\d+))?"),
+    re.compile(r"(?i)\bepoch\s*(?:[:=#]\s*)?(\d+)\s*\[\s*(\d+)\s*/\s*(\d+)\s*[(\]]"),
     re.compile(r"^\s*\[\s*(\d+)\s*,\s*(\d+)\s*(?:/\s*(\d+)\s*)?\]\s+\w"),
 )
 #: Words that make a key a loss (a line is kept only with one of them; "xent":

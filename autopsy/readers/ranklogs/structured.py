@@ -57,7 +57,7 @@ _METRIC_WORDS = ("loss", "acc", "lr", "learning", "ppl", "perplexity", "f1", "bl
 #: Names of a step column or a step line, lower case.
 _STEP_NAMES = ("epoch", "step", "iter", "iteration", "global_step", "ep")
 _STEP_LINE = re.compile(r"(?i)^\W{0,12}(epoch|step|iter(?:ation)?|global[ _]step)\s*"
-                        r"(?:[:=#]\s*)?\[?\s*(\d+)(?!\d|\.\d|\s*[:=]\s*\d)")
+                        r"(?:[:=#]\s*)?(?:\[\s*)?(\d+)(?!\d|\.\d|\s*[:=]\s*\d)")
 #: A named value of a block line: one to three words, a colon or an equals sign, a number
 #: (a percent sign after it is dropped: the value stays as printed).
 _PAIR = re.compile(r"(?<![\w.])([A-Za-z][\w.]*(?: [A-Za-z][\w.]*){0,2})\s*[:=]\s*(" + _NUM
