@@ -227,3 +227,27 @@ def test_an_epoch_level_loss_that_rises_every_epoch_is_diverging(tmp_path: Path)
     history["loss"][2] = 1.92
     pd.DataFrame(history).to_csv(run / "training.log", index=False)
     assert autopsy.diagnose(autopsy.load_run(run)).verdict.family.value != "diverging"
+
+
+def test_a_long_bare_run_is_streamed_and_integer_runs_are_bounded() -> None:
+    from autopsy.readers.ranklogs.structured import BARE_MAX_PENDING, BLOCK_MAX_NAMES, _Reader
+
+    got: list[tuple[int, list]] = []
+    reader = _Reader(emit=lambda m, line, wall: got.append((m.step, m.values)))
+    n = 50_000
+    for i in range(n):
+        reader.line(f"{i} {1.0 / (i + 1):.6f}", i + 1)
+        assert len(reader.bare) <= BARE_MIN_ROWS  # never the whole run
+    reader.flush_bare()
+    assert [s for s, _ in got] == list(range(n))  # every row once, in order
+    assert got[-1][1] == [("loss", round(1.0 / n, 6))]
+
+    ints = _Reader(emit=lambda m, line, wall: None)
+    for i in range(3 * BARE_MAX_PENDING):
+        ints.line(f"{i} {i * 7}", i + 1)
+        assert len(ints.bare) <= BARE_MAX_PENDING + 1
+
+    block = _Reader(emit=lambda m, line, wall: got.append((m.step, m.values)))
+    block.line("Epoch 1", 1)
+    block.line(" ".join(f"loss{i}: {i}.5" for i in range(4 * BLOCK_MAX_NAMES)), 2)
+    assert len(block.block) == BLOCK_MAX_NAMES

@@ -51,10 +51,18 @@ class ScanBudget:
         if self.left is None:
             return True
         if nbytes > self.left:
-            self.left = 0  # past the budget: no smaller tensor after it either, so the
-            return False   # tensors scanned are a prefix of the scan order
+            self.left = 0  # past the budget: no smaller tensor after it either
+            return False
         self.left -= nbytes
         return True
+
+    def prefix(self, sizes: list[int]) -> int:
+        """How many of the tensors of ``sizes``, taken in order, fit (taking them): the scan
+        stops at the first that does not, so a later empty tensor is not counted as scanned."""
+        n = 0
+        while n < len(sizes) and self.take(sizes[n]):
+            n += 1
+        return n
 
 
 def check(judge: Judge, progress: Callable[[int], None] | None = None,
@@ -83,8 +91,9 @@ def check(judge: Judge, progress: Callable[[int], None] | None = None,
         bad: list[tuple[str, ValueStats]] = []
         sizes = {k: int(getattr(v, "nbytes", 0) or 0) for k, v in tensors}
         if budget is not None:
-            fits = [(k, v) for k, v in tensors if budget.take(sizes[k])]
-            skipped = [(k, sizes[k]) for k, _ in tensors[len(fits):]]
+            n_fit = budget.prefix([sizes[k] for k, _ in tensors])
+            fits = tensors[:n_fit]
+            skipped = [(k, sizes[k]) for k, _ in tensors[n_fit:]]
             if skipped:
                 judge.unscanned.append((part.value, len(skipped),
                                         sum(n for _, n in skipped)))

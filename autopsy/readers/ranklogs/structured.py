@@ -49,6 +49,13 @@ BARE_MIN_ROWS = 8
 #: The most numbers after the step of a bare line (4: a loop printing its losses unnamed
 #: prints two or three; a wider row of numbers is a table whose header is missing).
 BARE_MAX_VALUES = 4
+#: Bare lines of whole numbers held while waiting for a decimal one (10,000: a loss curve
+#: shows decimals within its first lines; a longer run of integers is a table of counts, and
+#: holding it would cost memory in proportion to the file).
+BARE_MAX_PENDING = 10_000
+#: Distinct names kept in one block (256: a step of a real log names a few dozen values at
+#: most; past that the lines are not a metric block, and the block would grow with the file).
+BLOCK_MAX_NAMES = 256
 
 #: Words of a name that make it a metric worth keeping (the line adapters' own list, short).
 _METRIC_WORDS = ("loss", "acc", "lr", "learning", "ppl", "perplexity", "f1", "bleu", "auc",
@@ -85,6 +92,7 @@ class _Reader:
     rows: int = 0
     bare: list[tuple[int, list[float], int, float]] = field(default_factory=list)
     bare_float: bool = False
+    bare_streaming: bool = False
     bare_kept: int = 0
     emitted: int = 0
 
@@ -101,8 +109,12 @@ class _Reader:
     def flush_bare(self) -> None:
         run, self.bare = self.bare, []
         floats, self.bare_float = self.bare_float, False
-        if len(run) < BARE_MIN_ROWS or not floats:
-            return
+        streaming, self.bare_streaming = self.bare_streaming, False
+        if streaming or len(run) < BARE_MIN_ROWS or not floats:
+            return  # (a streamed run's rows were emitted as they came)
+        self._emit_bare(run)
+
+    def _emit_bare(self, run: list[tuple[int, list[float], int, float]]) -> None:
         for step, values, line, wall in run:
             names = ["loss"] if len(values) == 1 else [f"loss_{i + 1}" for i in range(
                 len(values))]
@@ -148,6 +160,8 @@ class _Reader:
             low = name.lower()
             if low in _STEP_NAMES or name in have or not _metric(low):
                 continue
+            if len(have) >= BLOCK_MAX_NAMES:
+                return
             have.add(name)
             self.block.append((name, _float(value)))
 
@@ -185,6 +199,15 @@ class _Reader:
         self.bare.append((step, [_float(c) for c in cells[1:]], number, self.wall))
         if not all(_INT.match(c) for c in cells[1:]):
             self.bare_float = True
+        if self.bare_streaming:  # a run known to be a curve: each row is emitted as it comes
+            self._emit_bare(self.bare[-1:])
+            self.bare = self.bare[-1:]  # kept to compare the next row's step and width with
+        elif self.bare_float and len(self.bare) >= BARE_MIN_ROWS:
+            self._emit_bare(self.bare)
+            self.bare_streaming = True
+            self.bare = self.bare[-1:]
+        elif len(self.bare) > BARE_MAX_PENDING:
+            self.bare = self.bare[-1:]  # integers only: a table of counts, not a curve
         return True
 
 
