@@ -24,8 +24,11 @@ def test_golden_min_on_the_cosine_fit_it_is_used_for() -> None:
     u = np.linspace(0.0, 1.0, 200)
     for period in (0.6, 1.0, 1.7):
         v = 0.5 * (1 + np.cos(np.pi * u / period))
-        ours = _golden_min(lambda c: _cosine_rms(u, v, c), 0.4, 2.5)
-        ref = minimize_scalar(lambda c: _cosine_rms(u, v, c), bounds=(0.4, 2.5),
+        def rms(c: float, v: np.ndarray = v) -> float:
+            return _cosine_rms(u, v, c)
+
+        ours = _golden_min(rms, 0.4, 2.5)
+        ref = minimize_scalar(rms, bounds=(0.4, 2.5),
                               method="bounded", options={"xatol": 1e-9}).fun
         assert ours <= ref + 1e-6
         assert ours < 1e-3  # the period it was made with fits
