@@ -56,9 +56,18 @@ KNOWN_UNREAD_TEST_CASES = frozenset({
     "csv_metrics_tacotron2_step_loss_noisy_0_62_to_0_76_avg_steady_healthy_issue_11",
     "generic_log_reagent_dqn_td_loss_5_to_2_6e6_in_9_reports_diverging_issue_189",
     "generic_log_yolov6_iou_dfl_loss_0_map_0_labels_not_used_not_decreasing_issue_614",
+    # collected 2026-11-26 (eighth batch): "nothing readable" in the test half
+    "generic_log_ddp_cnn_47_epochs_ce_loss_flat_0_95_accuracy_94_to_98_rendezvous_warnings_healthy",
+    "generic_log_deepfacelab_avatar_2400ms_iter_but_15s_between_iters_slow_issue_401",
+    "generic_log_stylegan3_sec_per_kimg_235_to_265_low_gpu_usage_slow_issue_213",
+    "nccl_log_megatron_gpt_4_ranks_destroy_process_group_warning_at_exit_healthy_issue_1541",
+    "nccl_log_pytorch_2_4_pg_not_destroyed_warning_wall_normal_exit_healthy_issue_126275",
 })
 #: Dev-half cases not read yet, each with the reason (a dev case is read or listed here).
 KNOWN_UNREAD_DEV_CASES: dict[str, str] = {
+    "tf_log_bert_textsim_estimator_0_3_global_step_per_sec_2_5_examples_per_sec_slow_issue_2": (
+        "TPUEstimator's 'global_step/sec' and 'examples/sec' lines only: a pace with no step "
+        "and no loss, which is no curve to judge"),
     "deepspeed_log_init_distributed_hangs_main_process_port_0_issue_11": (
         "three 'init_distributed' lines and nothing after: no metric and no event; that the "
         "job hung there is the thread's word, not the log's"),
