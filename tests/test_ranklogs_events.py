@@ -368,3 +368,15 @@ def test_fairseq_nan_detector_line(tmp_path: Path) -> None:
     nan = _only(ev, "nan_loss")
     assert nan["details"]["module"] == "decoder.layers.21"
     assert nan["step"] == 2575
+
+
+def test_nccl_watchdog_thread_ended_by_a_cuda_error_is_the_ranks_crash(tmp_path: Path) -> None:
+    # PyTorch 2.3's ProcessGroupNCCL, as in tdrussell/qlora-pipe#51 (the public corpus's
+    # nccl_log_qlora_pipe_rank1_watchdog_illegal_memory_access_issue_51)
+    line = ("[rank1]:[E107 10:50:18.780482185 ProcessGroupNCCL.cpp:1504] [PG 0 (default_pg) "
+            "Rank 1] Process group watchdog thread terminated with exception: CUDA error: an "
+            "illegal memory access was encountered\n")
+    ev = _only(_events(tmp_path, line), "traceback")
+    assert ev["rank"] == 1
+    assert ev["details"]["exception"] == "CUDA error"
+    assert ev["details"]["exc_message"] == "an illegal memory access was encountered"

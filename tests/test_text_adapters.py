@@ -817,3 +817,21 @@ def test_paddledetection_1x_quoted_loss_items_on_many_lines(tmp_path: Path) -> N
     got = _series(s, "loss")
     assert len(got) == 300 and got[0] == (0, 24.0) and got[249][1] == pytest.approx(21.51)
     assert got[250][0] == 5000 and all(math.isnan(v) for _, v in got[250:])
+
+
+def test_loss_in_a_tqdm_bars_description(tmp_path: Path) -> None:
+    # CloserLookFewShot's train loop: tqdm(desc="Epoch {} | Batch {}/{} | Loss {:f}")
+    bar = "████████████████████"
+    s = _read(tmp_path, "".join(
+        f"Epoch {e} | Batch 468/469 | Loss {loss}: 100%|{bar}| 469/469 [{t}<00:00, {rate}]\n"
+        for e, loss, t, rate in ((0, "3.944826", "12:53", " 1.65s/it"),
+                                 (1, "3.422845", "04:53", " 1.60it/s"))))
+    assert _same(_series(s, "loss"), [(468, 3.944826), (469 + 468, 3.422845)])
+
+
+def test_a_loops_bracketed_epoch_count_gives_the_step(tmp_path: Path) -> None:
+    # print(f"[{epoch}/{epochs}] Train Loss: {l:.4f}, Valid Loss: {v:.4f}, Valid PCC: {p:.4f}")
+    s = _read(tmp_path, "[1/100] Train Loss: 32.7932, Valid Loss: 34.8707, Valid PCC: -0.3323\n"
+                        "[2/100] Train Loss: 23.2393, Valid Loss: 43.8521, Valid PCC: -0.3437\n")
+    assert _same(_series(s, "loss"), [(1, 32.7932), (2, 23.2393)])
+    assert _same(_series(s, "eval_loss"), [(1, 34.8707), (2, 43.8521)])

@@ -393,12 +393,19 @@ def _keras_pairs(seg: str, bar: re.Match[str]) -> list[tuple[str, float]]:
 
 def parse_bar(text: str, ctx: LineContext) -> MetricLine | None:
     """The last redraw of a tqdm bar whose postfix holds a loss."""
-    found = None
+    found = last = None
     for m in _BAR.finditer(text):
+        last = m
         if "loss" in m.group(4):
             found = m
     if found is None:
-        return None
+        if last is None:
+            return None
+        # the loss in the bar's description: "Epoch 0 | Batch 468/469 | Loss 3.94: 100%|..."
+        desc = text[:last.start()].rstrip().rstrip(":")
+        if not any(w in desc.lower() for w in LOSS_WORDS):
+            return None
+        return parse_generic_pairs(desc, ctx)
     postfix = found.group(4)
     n, total = int(found.group(2)), int(found.group(3))
     pairs = []
@@ -460,6 +467,9 @@ _EVAL_NO_STEP = re.compile(r"(?i)^\W*(?:test|val(?:id(?:ation)?)?|eval(?:uation)
 #: A line that starts with a bare counter and a colon (``print("%d: [D loss: %f]" % i)``);
 #: read only when nothing else on the line gives a step.
 LEAD_COUNT = re.compile(r"^(\d{1,9}): ")
+#: A line that starts with a bracketed count of a total (``[3/100] Train Loss: 15.9, Valid
+#: Loss: 79.5``: a loop's epoch counter); read only when nothing else gives a step.
+LEAD_FRACTION = re.compile(r"^\s?[\[(](\d{1,9})/\d{1,9}[\])]\s")
 _PHASES = r"(?:val|valid|validation|eval|evaluation|test|testing)"
 _MARKERS = r"(?:epoch|iter(?:ation)?|step)"
 _PHASE_BESIDE = re.compile(
@@ -697,7 +707,7 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
                     evaluation = True
             elif ctx.train_step is not None and _EVAL_NO_STEP.match(text):
                 step, evaluation, stateless = ctx.train_step, True, False
-            elif (lead := LEAD_COUNT.match(text)) is not None:
+            elif (lead := LEAD_COUNT.match(text) or LEAD_FRACTION.match(text)) is not None:
                 step = int(lead.group(1))  # "48: [D loss: 7.97 ...]": a loop's counter
             else:
                 return None

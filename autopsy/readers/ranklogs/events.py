@@ -460,8 +460,11 @@ _RESUMED = re.compile(r"resumed (?:from )?epoch:? (\d+), iter:? (\d+)"
 _DS_RETURN = re.compile(r"exits with return code = (-?\d+)"
                         r"|Process finished with exit code (-?\d+)")
 _SEGFAULT = re.compile(r"(?i)segmentation fault|SIGSEGV")
+#: (a ``CUDA error:`` after ``Word: `` is an exception line, read with its traceback; the
+#: NCCL watchdog's ``Process group watchdog thread terminated with exception: CUDA error:``
+#: has none)
 _CUDA_FAIL = re.compile(r"device-side assert triggered|Assertion `[^`]*` failed|"
-                        r"(?<![\w:] )CUDA error: ")
+                        r"(?<![\w:] )CUDA error: |thread terminated with exception: CUDA error: ")
 #: The NVIDIA driver's GPU error report (kernel log, ``dmesg`` pasted into a job log):
 #: ``NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.``
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): (\d+),\s*(.*)$")
@@ -482,8 +485,10 @@ def scheduler_events(text: str) -> list[tuple[EventKind, Details]]:
         out.append((EventKind.SIGNAL, {"signal": "SIGSEGV", "why": "segmentation fault"}))
     if _CUDA_FAIL.search(text) and _BARE_EXC.match(text.rstrip()) is None \
             and "<class '" not in text:
+        at = text.find("CUDA error: ")
+        message = text[at + len("CUDA error: "):] if at >= 0 else text
         out.append((EventKind.TRACEBACK, {"exception": "CUDA error",
-                                          "exc_message": text.strip()[:2000],
+                                          "exc_message": message.strip()[:2000],
                                           "headerless": True}))
     m = _XID.search(text) if "Xid" in text else None
     if m:
