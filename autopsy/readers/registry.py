@@ -21,6 +21,7 @@ READER_MODULES: tuple[str, ...] = (
     "autopsy.readers.trainer_state",
     "autopsy.readers.hf_config",
     "autopsy.readers.tensorboard",
+    "autopsy.readers.wandb_run",
     "autopsy.readers.lightning_csv",
     "autopsy.readers.ultralytics_csv",
     "autopsy.readers.epoch_csv",

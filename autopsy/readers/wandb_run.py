@@ -1,0 +1,487 @@
+"""Weights & Biases run folders: the ``.wandb`` record log of an offline or synced run.
+
+Every W&B run (``wandb/offline-run-<date>-<id>/`` or ``wandb/run-<date>-<id>/``) writes
+``run-<id>.wandb``: LevelDB-framed protobuf ``Record`` messages
+(:mod:`autopsy.formats.leveldblog`), read here with the wire-format reader, without
+importing wandb (heavy, and its internal reader is not an API). From it:
+
+* **history** rows (``wandb.log``) become scalars. The step is the row's
+  ``train/global_step``, ``trainer/global_step`` or ``global_step`` (what the HF Trainer's and
+  Lightning's loggers put in every row, and what their checkpoints count) when every row
+  has one, else W&B's ``_step``; ``_timestamp`` is the wall time; other keys starting with
+  ``_`` are W&B's own. A value is a number (``NaN`` and ``Infinity`` included); media,
+  tables and histograms are skipped.
+* **config** and the run record (``run_id``, ``project``, ``host``, the config logged at
+  ``wandb.init``) become run config; keys of ``wandb-metadata.json`` (``gpu``,
+  ``gpu_count``, ``host``, ``program``) too.
+* the **exit** record gives an ``exit`` event with the run's exit code (W&B writes 1 when
+  the script died of an exception); a run without one was killed or is still being
+  written, which is a recorded problem; a **preempting** record is a ``signal`` event.
+* **console** output recorded in the log goes through the text-log reader and its event
+  vocabulary, unless the run folder has ``files/output.log`` (then that file is read as
+  a log, and the records would repeat it).
+
+A folder may hold several runs (a sweep, reruns): the newest run (by its start time) is
+read, and the others are named in a problem; the files of one run id written by several
+processes (``resume="allow"``) are its segments, in time order. W&B's own debug logs
+(``debug.log``, ``debug-internal.log``, ``debug-core.log``) are claimed and not read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+import tempfile
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autopsy.formats.leveldblog import IDENT, LogDamage, NotALevelDBLog, records
+from autopsy.formats.protowire import FIXED64, LEN, VARINT, WireError, fields, varint
+from autopsy.model.config import ConfigValue
+from autopsy.model.problem import Problem
+from autopsy.readers.base import RunPart, head
+from autopsy.readers.registry import Format
+
+NAME = "wandb"
+FORMATS = (
+    Format("wandb_run", "Weights & Biases run folders: the .wandb record log of an offline "
+           "or synced run (history, config, console output, exit code)",
+           ("scalars", "config", "events"), "wandb/offline-run-<date>-<id>/run-<id>.wandb"),
+)
+
+#: W&B's own logs, claimed so the text-log reader does not take their lines for training's.
+DEBUG_LOGS = frozenset({"debug.log", "debug-internal.log", "debug-core.log"})
+#: History keys that are the trainer's own step (HF Trainer, Lightning, many loops).
+STEP_KEYS = ("train/global_step", "trainer/global_step", "global_step")
+#: Keys of ``wandb-metadata.json`` kept as config.
+METADATA_KEYS = ("host", "gpu", "gpu_count", "cuda", "python", "program", "os")
+#: The longest JSON text read as a number (64 bytes: ``-1.2345678901234567e+308`` is 24;
+#: a longer value is a string, a list or a media payload, never parsed).
+MAX_NUMBER_JSON = 64
+#: Records scanned at the start of a file for its run record before giving up (the writers
+#: put it among the first few).
+RUN_RECORD_SCAN = 64
+
+# Record (wandb_internal.proto) fields read here
+_HISTORY, _OUTPUT, _CONFIG, _OUTPUT_RAW, _RUN, _EXIT, _PREEMPTING = 2, 4, 5, 13, 17, 18, 23
+
+
+def sniff(path: Path) -> bool:
+    """A ``.wandb`` record log (by its header), or one of W&B's own files in a ``wandb``
+    folder (its debug logs, ``wandb-metadata.json``)."""
+    if path.suffix == ".wandb":
+        return head(path, len(IDENT)) == IDENT
+    if path.name in DEBUG_LOGS or path.name == "wandb-metadata.json":
+        return "wandb" in path.parts[:-1]
+    return False
+
+
+@dataclass
+class _Header:
+    """What identifies a record log: its run id and start time."""
+
+    run_id: str = ""
+    start: float = math.nan
+
+
+@dataclass
+class _History:
+    """The points of one file, in compact columns, by history row."""
+
+    rows_wandb: array = field(default_factory=lambda: array("q"))
+    rows_own: array = field(default_factory=lambda: array("q"))  # -1: the row had none
+    rows_wall: array = field(default_factory=lambda: array("d"))
+    row: array = field(default_factory=lambda: array("q"))
+    codes: array = field(default_factory=lambda: array("i"))
+    values: array = field(default_factory=lambda: array("d"))
+    names: list[str] = field(default_factory=list)
+    code: dict[str, int] = field(default_factory=dict)
+
+
+def read(path: Path, rel: str) -> RunPart:
+    """Read one file (:func:`read_group` with one file)."""
+    return read_group([path], [rel])
+
+
+def read_group(paths: list[Path], rels: list[str]) -> RunPart:
+    """Read the newest run's record logs (segments in time order) and the metadata."""
+    part = RunPart()
+    logs: list[tuple[_Header, Path, str]] = []
+    for path, rel in zip(paths, rels, strict=True):
+        if path.suffix == ".wandb":
+            logs.append((_header(path), path, rel))
+        elif path.name == "wandb-metadata.json":
+            part.config.extend(_metadata(path, rel, part.problems))
+    if not logs:
+        return part
+    runs: dict[str, list[tuple[_Header, Path, str]]] = {}
+    for log in logs:
+        runs.setdefault(log[0].run_id or log[2], []).append(log)
+
+    def newest(run: list[tuple[_Header, Path, str]]) -> float:
+        starts = [h.start for h, _, _ in run if math.isfinite(h.start)]
+        return max(starts) if starts else max(_mtime(p) for _, p, _ in run)
+
+    chosen_id = max(runs, key=lambda k: newest(runs[k]))
+    chosen = sorted(runs[chosen_id], key=lambda log: (
+        log[0].start if math.isfinite(log[0].start) else _mtime(log[1]), log[2]))
+    others = sorted(k for k in runs if k != chosen_id)
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5
+                                         else "")
+        part.problems.append(Problem(
+            chosen[0][2], f"{len(others)} other W&B run(s) in this folder ({shown}): the "
+            f"newest, {chosen_id}, was read; give autopsy another run's folder to read it",
+            used="the newest run", kind="other_runs", count=len(others)))
+    frames, events = [], []
+    for segment, (_, path, rel) in enumerate(chosen):
+        scalars, evs = _read_log(path, rel, segment, part)
+        if scalars is not None:
+            frames.append(scalars)
+        events.extend(evs)
+    if frames:
+        import pandas as pd
+
+        part.scalars = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    if events:
+        part.events = _events_frame(events)
+    return part
+
+
+def _events_frame(rows: list[list[Any]]) -> Any:
+    import pandas as pd
+
+    from autopsy.model.events import EVENT_COLUMNS
+
+    frame = pd.DataFrame(rows, columns=list(EVENT_COLUMNS))
+    for col, dtype in EVENT_COLUMNS.items():
+        if col != "details":
+            frame[col] = frame[col].astype(dtype)
+    return frame
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _text(buf: bytes, a: int, b: int) -> str:
+    return buf[a:b].decode("utf-8", errors="replace")
+
+
+def _header(path: Path) -> _Header:
+    """The run id and start time from the run record near the start of the file."""
+    got = _Header()
+    try:
+        with open(path, "rb") as fh:
+            for n, (_, payload) in enumerate(records(fh, LogDamage())):
+                if n >= RUN_RECORD_SCAN:
+                    break
+                for num, _, a, b in fields(payload, 0, len(payload)):
+                    if num == _RUN:
+                        _run_fields(payload, a, b, got, [], "")
+                        return got
+    except (OSError, NotALevelDBLog, WireError):
+        pass
+    return got
+
+
+def _run_fields(buf: bytes, a: int, b: int, got: _Header, config: list[ConfigValue],
+                rel: str) -> None:
+    """RunRecord: run_id (1), project (3), config (4), display_name (8), host (13),
+    start_time (17)."""
+    for num, wire, s, e in fields(buf, a, b):
+        if wire != LEN:
+            continue
+        if num == 1:
+            got.run_id = _text(buf, s, e)
+            config.append(ConfigValue("wandb.run_id", got.run_id, rel))
+        elif num in (3, 8, 13):
+            key = {3: "wandb.project", 8: "wandb.name", 13: "host"}[num]
+            config.append(ConfigValue(key, _text(buf, s, e), rel))
+        elif num == 4:
+            config.extend(_config_items(buf, s, e, rel))
+        elif num == 17:  # google.protobuf.Timestamp: seconds (1), nanos (2)
+            secs = nanos = 0
+            for tn, tw, ts, _ in fields(buf, s, e):
+                if tw == VARINT:
+                    v = varint(buf, ts, e)[0]
+                    secs, nanos = (v, nanos) if tn == 1 else (secs, v)
+            got.start = secs + nanos / 1e9
+
+
+def _config_items(buf: bytes, a: int, b: int, rel: str) -> list[ConfigValue]:
+    """ConfigRecord: update (1) items of key (1) or nested_key (2) and value_json (16).
+    A value is W&B's ``{"value": ...}`` wrapper in synced files and plain JSON offline."""
+    out = []
+    for num, wire, s, e in fields(buf, a, b):
+        if num != 1 or wire != LEN:
+            continue
+        key, nested, raw = "", [], None
+        for n, w, s2, e2 in fields(buf, s, e):
+            if w != LEN:
+                continue
+            if n == 1:
+                key = _text(buf, s2, e2)
+            elif n == 2:
+                nested.append(_text(buf, s2, e2))
+            elif n == 16:
+                raw = buf[s2:e2]
+        name = key or ".".join(nested)
+        if not name or name.startswith("_") or raw is None:
+            continue
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict) and set(value) <= {"value", "desc"} and "value" in value:
+            value = value["value"]
+        if isinstance(value, dict):  # a nested config: one value per scalar leaf
+            out.extend(ConfigValue(f"{name}.{k}", v, rel) for k, v in value.items()
+                       if isinstance(v, (int, float, str, bool)) or v is None)
+        else:
+            out.append(ConfigValue(name, value, rel))
+    return out
+
+
+def _number(buf: bytes, s: int, e: int) -> float | None:
+    """A JSON number (``NaN``, ``Infinity`` too), else None; long texts are not parsed."""
+    if e - s > MAX_NUMBER_JSON:
+        return None
+    text = buf[s:e]
+    if text[:1] in (b'"', b"{", b"[", b"t", b"f", b"n"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _history(buf: bytes, a: int, b: int, hist: _History) -> None:
+    """HistoryRecord: item (1) of key (1) / nested_key (2) and a value (number 6, integer 5,
+    value_json 16); step (2) holds num (1)."""
+    own = wandb_step = -1
+    wall = math.nan
+    points: list[tuple[str, float]] = []
+    for num, wire, s, e in fields(buf, a, b):
+        if num == 2 and wire == LEN:
+            for n, w, s2, _ in fields(buf, s, e):
+                if n == 1 and w == VARINT:
+                    wandb_step = varint(buf, s2, e)[0]
+            continue
+        if num != 1 or wire != LEN:
+            continue
+        key, nested, value = "", [], None
+        for n, w, s2, e2 in fields(buf, s, e):
+            if n == 1 and w == LEN:
+                key = _text(buf, s2, e2)
+            elif n == 2 and w == LEN:
+                nested.append(_text(buf, s2, e2))
+            elif n == 6 and w == FIXED64:
+                value = struct.unpack_from("<d", buf, s2)[0]
+            elif n == 5 and w == VARINT:
+                z = varint(buf, s2, e2)[0]
+                value = float((z >> 1) ^ -(z & 1))
+            elif n == 16 and w == LEN:
+                value = _number(buf, s2, e2)  # None: a string, a bool, media, a table
+        name = key or "/".join(nested)
+        if value is None or not name:
+            continue
+        if name == "_step":
+            wandb_step = int(value) if math.isfinite(value) else wandb_step
+        elif name == "_timestamp":
+            wall = value
+        elif name in STEP_KEYS:
+            if math.isfinite(value) and own < 0:
+                own = int(value)
+        elif not name.startswith("_"):
+            points.append((name, value))
+    if not points:
+        return
+    row = len(hist.rows_wandb)
+    hist.rows_wandb.append(max(wandb_step, 0))
+    hist.rows_own.append(own)
+    hist.rows_wall.append(wall)
+    for name, value in points:
+        code = hist.code.get(name)
+        if code is None:
+            code = hist.code[name] = len(hist.names)
+            hist.names.append(name)
+        hist.row.append(row)
+        hist.codes.append(code)
+        hist.values.append(value)
+
+
+def _read_log(path: Path, rel: str, segment: int, part: RunPart) -> tuple[Any, list[list[Any]]]:
+    """One record log: its scalars frame (or None) and its event rows."""
+    hist = _History()
+    header = _Header()
+    damage = LogDamage()
+    events: list[list[Any]] = []
+    exit_code: int | None = None
+    console_file = (path.parent / "files" / "output.log")
+    take_console = not console_file.exists()
+    with tempfile.TemporaryDirectory(prefix="autopsy-wandb-") as tmp:
+        console = Path(tmp) / "output.log"
+        out = open(console, "wb") if take_console else None
+        try:
+            with open(path, "rb") as fh:
+                for _, payload in records(fh, damage):
+                    try:
+                        for num, wire, a, b in fields(payload, 0, len(payload)):
+                            if wire != LEN:
+                                continue
+                            if num == _HISTORY:
+                                _history(payload, a, b, hist)
+                            elif num == _CONFIG:
+                                part.config.extend(_config_items(payload, a, b, rel))
+                            elif num == _RUN:
+                                _run_fields(payload, a, b, header, part.config, rel)
+                            elif num in (_OUTPUT, _OUTPUT_RAW) and out is not None:
+                                _console(payload, a, b, out, raw=num == _OUTPUT_RAW)
+                            elif num == _EXIT:
+                                exit_code = _exit_code(payload, a, b)
+                            elif num == _PREEMPTING:
+                                events.append(_event("signal", "the run was preempted (W&B "
+                                                     "preempting record)", rel,
+                                                     {"why": "preempted", "who": "wandb"}))
+                    except WireError:
+                        damage.bad_fragments += 1
+        except NotALevelDBLog as exc:
+            part.problems.append(Problem(rel, f"not a W&B record log: {exc}",
+                                         kind="bad_header"))
+            return None, []
+        except OSError as exc:
+            part.problems.append(Problem(rel, f"read stopped early: {exc.strerror or exc}",
+                                         used="the records before it", kind="truncated"))
+        finally:
+            if out is not None:
+                out.close()
+        _damage_problems(rel, damage, part.problems)
+        if out is not None and console.stat().st_size:
+            _read_console(console, rel, segment, part, events)
+    scalars = _frame(hist, rel, segment)
+    last = _last_step(scalars)
+    if exit_code is not None:
+        from autopsy.readers.ranklogs.events import KILLED_CODES
+
+        details = {"exitcode": exit_code, "who": "wandb"}
+        events.append(_event("exit", f"the W&B run ended with exit code {exit_code}", rel,
+                             details, last))
+        if exit_code in KILLED_CODES:
+            events.append(_event("host_kill", f"exit code {exit_code}", rel,
+                                 dict(details, why=f"exit code {exit_code}"), last))
+    elif damage.truncated_at is None:
+        part.problems.append(Problem(
+            rel, "no exit record: the run was killed (no chance to write it) or was still "
+            "running when the folder was copied", used="everything before", kind="no_exit"))
+    return scalars, events
+
+
+def _damage_problems(rel: str, damage: LogDamage, problems: list[Problem]) -> None:
+    if damage.version not in (0, 1):
+        problems.append(Problem(rel, f"W&B log version {damage.version}, not one autopsy "
+                                "knows (0): read as version 0", kind="unknown_version"))
+    if damage.truncated_at is not None:
+        problems.append(Problem(
+            rel, f"the file ends inside a record at byte {damage.truncated_at:,} (a killed "
+            "run, or a copy made while it was written)", used="every record before it",
+            kind="truncated"))
+    if damage.bad_checksums:
+        problems.append(Problem(
+            rel, f"{damage.bad_checksums:,} record(s) fail their checksum: the rest of each "
+            "32 KiB block was skipped", used="the other blocks", kind="corrupt_record",
+            count=damage.bad_checksums))
+    if damage.bad_fragments:
+        problems.append(Problem(
+            rel, f"{damage.bad_fragments:,} record(s) broken (fragments out of order or "
+            "undecodable)", used="the other records", kind="corrupt_record",
+            count=damage.bad_fragments))
+    for at, size in damage.oversized[:3]:
+        problems.append(Problem(
+            rel, f"a record of {size:,} bytes at byte {at:,} is larger than autopsy reads "
+            "(a media or table payload): stepped over", used="the other records",
+            kind="record_too_large"))
+
+
+def _exit_code(buf: bytes, a: int, b: int) -> int:
+    """RunExitRecord: exit_code (1, int32)."""
+    for num, wire, s, e in fields(buf, a, b):
+        if num == 1 and wire == VARINT:
+            v = varint(buf, s, e)[0] & 0xFFFFFFFF
+            return v - (1 << 32) if v >= 1 << 31 else v
+    return 0
+
+
+def _console(buf: bytes, a: int, b: int, out: Any, *, raw: bool) -> None:
+    """OutputRecord / OutputRawRecord: line (3); a raw record is a chunk of the terminal."""
+    for num, wire, s, e in fields(buf, a, b):
+        if num == 3 and wire == LEN:
+            chunk = buf[s:e]
+            out.write(chunk)
+            if not raw and not chunk.endswith(b"\n"):
+                out.write(b"\n")
+
+
+def _read_console(console: Path, rel: str, segment: int, part: RunPart,
+                  events: list[list[Any]]) -> None:
+    """The console output through the text-log reader: its events (and problems)."""
+    from autopsy.readers import ranklogs
+
+    got = ranklogs.read(console, rel)
+    part.problems.extend(p for p in got.problems if p.kind != "nothing_recognised")
+    if got.events is not None and len(got.events):
+        for row in got.events.itertuples(index=False):
+            events.append([row.rank, row.wall_time, row.step, row.kind, row.message, rel,
+                           row.line, row.details])
+
+
+def _event(kind: str, message: str, rel: str, details: dict[str, Any],
+           step: int | None = None) -> list[Any]:
+    return [None, math.nan, step, kind, message, rel, None, details]
+
+
+def _frame(hist: _History, rel: str, segment: int) -> Any:
+    """The scalars of one file; its steps are the trainer's own when every row had one."""
+    if not hist.values:
+        return None
+    import numpy as np
+    import pandas as pd
+
+    from autopsy.model.scalars import make_scalars
+
+    own = np.frombuffer(hist.rows_own, dtype=np.int64)
+    steps_by_row = own if (own >= 0).all() else np.frombuffer(hist.rows_wandb, dtype=np.int64)
+    rows = np.frombuffer(hist.row, dtype=np.int64)
+    tags = pd.Categorical.from_codes(np.frombuffer(hist.codes, dtype=np.intc).copy(),
+                                     categories=hist.names)
+    walls = np.frombuffer(hist.rows_wall, dtype=np.float64)[rows]
+    return make_scalars(steps_by_row[rows], tags, np.frombuffer(hist.values, dtype=np.float64),
+                        wall_time=walls, segment=segment, source=rel)
+
+
+def _last_step(scalars: Any) -> int | None:
+    if scalars is None or not len(scalars):
+        return None
+    return int(scalars["step"].max())
+
+
+def _metadata(path: Path, rel: str, problems: list[Problem]) -> list[ConfigValue]:
+    """``wandb-metadata.json``: the host, GPUs, program (small: read whole, capped)."""
+    try:
+        if os.path.getsize(path) > 1 << 20:
+            return []
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        problems.append(Problem(rel, "wandb-metadata.json is not JSON", kind="invalid_json"))
+        return []
+    if not isinstance(doc, dict):
+        return []
+    return [ConfigValue(k, doc[k], rel) for k in METADATA_KEYS
+            if isinstance(doc.get(k), (str, int, float))]
