@@ -46,7 +46,8 @@ def _read_with(module: ModuleType, paths: list[Path], found: Discovery) -> list[
     return parts
 
 
-def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> Run:
+def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
+             run: str | None = None) -> Run:
     """Read everything a run left behind into one :class:`~autopsy.model.Run`.
 
     ``path`` may be a run directory (an HF ``output_dir``, a TensorBoard logdir,
@@ -55,9 +56,24 @@ def load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) ->
     ever written there. Files that no reader recognises are listed in
     ``run.unread``; inputs that could not be read fully are in ``run.problems``.
 
+    ``run`` picks one run of a store that holds many (a W&B folder, an MLflow file or
+    SQLite store) by its id, a unique id prefix, or its name; without it the readers pick
+    (MLflow: the newest failed run; W&B: the newest run) and say so in ``run.problems``.
+
     Raises:
         RunNotFound: ``path`` does not exist.
     """
+    from autopsy.readers.selection import RUN_ID
+
+    token = RUN_ID.set(run)
+    try:
+        return _load_run(path)
+    finally:
+        RUN_ID.reset(token)
+
+
+def _load_run(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> Run:
+    """:func:`load_run` for the run chosen (if any) in :data:`RUN_ID`."""
     if isinstance(path, (str, os.PathLike)):
         starts = [Path(path)]
     else:

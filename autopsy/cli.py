@@ -187,11 +187,15 @@ def rule_options(func: F) -> F:
 @click.option("-v", "--verbose", is_flag=True,
               help="Text report: also every finding's evidence and the full tables of "
                    "sources, tags and config.")
+@click.option("--run", "run_id", metavar="ID", default=None,
+              help="In a store of many runs (an MLflow mlruns/ or mlflow.db, a wandb/ folder), "
+                   "read this run (its id, a unique prefix, or its name); default: MLflow's "
+                   "newest failed run, W&B's newest run.")
 @rule_options
 @library_errors
 def analyze(run_dir: Path, fmt: str | None, output: str | None, verbose: bool,
-            sets: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...],
-            config: Path | None) -> None:
+            run_id: str | None, sets: tuple[str, ...], select: tuple[str, ...],
+            ignore: tuple[str, ...], config: Path | None) -> None:
     """Post-mortem of a run directory: what failed, where, why, what to change.
 
     \b
@@ -211,9 +215,11 @@ def analyze(run_dir: Path, fmt: str | None, output: str | None, verbose: bool,
     _refuse_output_in_run(output, (run_dir,), fmt)
     settings = load_settings(sets=sets, select=select, ignore=ignore, config=config)
     with _reading_progress():
-        run = load_run(run_dir)
+        run = load_run(run_dir, run=run_id)
     if is_empty(run):
-        _fail(nothing_readable(run, str(run_dir)))
+        missing = [p for p in run.problems if p.kind == "run_not_found"]
+        _fail(f"{missing[0].source}: {missing[0].what}" if missing
+              else nothing_readable(run, str(run_dir)))
     diagnosis = diagnose(run, settings)
     _emit(output, lambda out: _render_analyze(run, diagnosis, fmt, out, verbose, output))
     sys.exit(exitcodes.for_family(diagnosis.verdict.family.value))

@@ -58,7 +58,7 @@ def align_segments(scalars: pd.DataFrame, follower_sources: Iterable[str],
 #: TensorBoard keeps wall times, ``trainer_state.json`` full precision, tables and JSON
 #: lines come next, and numbers printed in text logs (rounded) last.
 SOURCE_PRIORITY: tuple[str, ...] = (
-    "tensorboard", "wandb", "trainer_state", "log_history", "lightning_csv", "epoch_csv",
+    "tensorboard", "wandb", "mlflow", "trainer_state", "log_history", "lightning_csv", "epoch_csv",
     "ultralytics_csv", "jsonl_metrics", "ranklogs",
 )
 #: Two values are the same point when they differ by at most this fraction of the larger

@@ -22,6 +22,7 @@ READER_MODULES: tuple[str, ...] = (
     "autopsy.readers.hf_config",
     "autopsy.readers.tensorboard",
     "autopsy.readers.wandb_run",
+    "autopsy.readers.mlflow_store",
     "autopsy.readers.lightning_csv",
     "autopsy.readers.ultralytics_csv",
     "autopsy.readers.epoch_csv",

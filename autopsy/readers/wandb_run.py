@@ -21,8 +21,9 @@ importing wandb (heavy, and its internal reader is not an API). From it:
   vocabulary, unless the run folder has ``files/output.log`` (then that file is read as
   a log, and the records would repeat it).
 
-A folder may hold several runs (a sweep, reruns): the newest run (by its start time) is
-read, and the others are named in a problem; the files of one run id written by several
+A folder may hold several runs (a sweep, reruns): the run ``--run ID`` names (its id or a
+unique prefix) is read, else the newest run (by its start time), and the others are named
+in a problem; the files of one run id written by several
 processes (``resume="allow"``) are its segments, in time order. W&B's own debug logs
 (``debug.log``, ``debug-internal.log``, ``debug-core.log``) are claimed and not read.
 """
@@ -45,6 +46,7 @@ from autopsy.model.config import ConfigValue
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
 from autopsy.readers.registry import Format
+from autopsy.readers.selection import wanted
 
 NAME = "wandb"
 FORMATS = (
@@ -126,7 +128,17 @@ def read_group(paths: list[Path], rels: list[str]) -> RunPart:
         starts = [h.start for h, _, _ in run if math.isfinite(h.start)]
         return max(starts) if starts else max(_mtime(p) for _, p, _ in run)
 
-    chosen_id = max(runs, key=lambda k: newest(runs[k]))
+    asked = wanted()
+    if asked:
+        hits = [k for k in runs if k == asked] or [k for k in runs if k.startswith(asked)]
+        if len(hits) != 1:
+            what = "no W&B run matches" if not hits else f"{len(hits)} W&B runs match"
+            part.problems.append(Problem(logs[0][2], f"{what} --run {asked}: runs here are "
+                                         + ", ".join(sorted(runs)[:8]), kind="run_not_found"))
+            return part
+        chosen_id = hits[0]
+    else:
+        chosen_id = max(runs, key=lambda k: newest(runs[k]))
     chosen = sorted(runs[chosen_id], key=lambda log: (
         log[0].start if math.isfinite(log[0].start) else _mtime(log[1]), log[2]))
     others = sorted(k for k in runs if k != chosen_id)

@@ -48,7 +48,10 @@ def process_died(run: Run, ctx: RuleContext) -> Finding | None:
         Else, a rank the launcher reports as failed with an exit code (torchelastic's
         ``failed (exitcode: 1) local_rank: 5``) whose error is not in the logs: the
         rank is named, and the other ranks' SIGTERM from the launcher is not their
-        failure (confidence ``confidence_exit``).
+        failure (confidence ``confidence_exit``). A tracker's record of the run's end
+        counts the same: a W&B exit code, an MLflow run whose status is ``FAILED`` (an
+        exception ended it) or ``KILLED``. An exit after the training loss went NaN or Inf
+        is left to the NaN rules (a script that stops on a NaN loss exits with an error).
         Silent when a rank raised an exception of its own (CRASH001 reports it),
         and when the logs hold an out-of-memory error, a kill by the OOM-killer,
         a collective timeout or a NaN (their families' rules explain the run).
@@ -115,11 +118,13 @@ def _failed_exit(run: Run, ev: pd.DataFrame, kinds: pd.Series,
     for _, row in ev[kinds == "exit"].iterrows():
         d = row["details"] if isinstance(row["details"], dict) else {}
         code = d.get("exitcode")
-        if isinstance(code, int) and code > 0:
+        if (isinstance(code, int) and code > 0) or d.get("status") in ("FAILED", "KILLED"):
             failed.append((row, code))
-    if not failed:
-        return None
+    if not failed or _loss_went_nonfinite(run):
+        return None  # an exit with no error of its own after a NaN loss: NaN rules explain it
     row, code = failed[0]
+    status = row["details"].get("status") if isinstance(row["details"], dict) else None
+    how = f"exit code {code}" if isinstance(code, int) else f"status {status}"
     rank = None if pd.isna(row["rank"]) else int(row["rank"])
     who = f"rank {rank}" if rank is not None else "a process"
     stopped = int(((kinds == "signal") & ev["message"].astype(str).str.contains(
@@ -130,7 +135,7 @@ def _failed_exit(run: Run, ev: pd.DataFrame, kinds: pd.Series,
         None if run.scalars.empty else run.scalars["step"].max())
     step = first_bad_step(None if last is None or pd.isna(last) else int(last))
     return ctx.finding(
-        message=f"{who[0].upper() + who[1:]} failed with exit code {code}"
+        message=f"{who[0].upper() + who[1:]} failed with {how}"
                 + (f" and the launcher stopped the {stopped} other process(es)" if stopped
                    else "")
                 + ": the error that ended it is not in these logs.",
@@ -144,5 +149,14 @@ def _failed_exit(run: Run, ev: pd.DataFrame, kinds: pd.Series,
                 "other ranks only received SIGTERM from the launcher",
                 "exit code 1 is an uncaught Python exception; a negative code is a signal "
                 "(-9: killed, the OOM killer; -11: a segfault)"],
-        title=f"{who} failed (exit code {code})",
+        title=f"{who} failed ({how})",
     )
+
+
+def _loss_went_nonfinite(run: Run) -> bool:
+    """Whether the training loss was NaN or Inf at some logged point (a script that stops on
+    a NaN loss exits with an error the NaN explains)."""
+    import numpy as np
+
+    loss = run.series("loss").to_numpy(dtype=float)
+    return bool(loss.size) and not bool(np.isfinite(loss).all())
