@@ -88,9 +88,10 @@ def collective_timeout_laggard(run: Run, ctx: RuleContext) -> Finding | None:
                 f"waiting in {what}; rank(s) {lag} {state}",
         severity=Severity.CRITICAL, confidence=ctx["confidence_named"], cause=cause,
         step=hang.step, ranks=lag, evidence=evidence,
-        advice=[f"read rank {lag[0]}'s last lines: what it does before step "
-                f"{hang.step if hang.step is not None else '?'} (data loading, I/O, a "
-                "rank-conditional branch) is where it hung",
+        advice=[f"read rank {lag[0]}'s last lines: what it does "
+                + (f"before step {hang.step} " if hang.step is not None else "after its last "
+                   "collective ")
+                + "(data loading, I/O, a rank-conditional branch) is where it hung",
                 "dump the stacks of a live hang with py-spy dump --pid <pid>",
                 "set TORCH_NCCL_ASYNC_ERROR_HANDLING=1 and TORCH_NCCL_DESYNC_DEBUG=1"],
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
+from autopsy.rules.hang._fingerprints import FIELDS, from_flight_recorder, odd_ones
 from autopsy.rules.hang._stuck import classify
 from autopsy.rules.hang.thresholds import HANG003
 from autopsy.rules.registry import rule
@@ -42,10 +43,17 @@ def collective_mismatch(run: Run, ctx: RuleContext) -> Finding | None:
         rank-conditional branch). Rerun with ``TORCH_DISTRIBUTED_DEBUG=DETAIL``
         to get the fingerprints of both sides.
 
+        Flight Recorder dumps show it directly: at a collective sequence number every
+        rank reached, one rank's op, shapes or dtypes differ from the majority's.
+
     Evidence shown:
         The SeqNum and the NumelIn of each side, or where the odd rank waited
-        (function, call site, step) and where the others were.
+        (function, call site, step) and where the others were; from Flight Recorder
+        dumps, each rank's fingerprint (op, shapes, dtypes) at that sequence number.
     """
+    recorded = _recorded_mismatch(run, ctx)
+    if recorded is not None:
+        return recorded
     hang = classify(run, ctx)
     if hang.kind != "mismatch":
         return None
@@ -71,4 +79,35 @@ def collective_mismatch(run: Run, ctx: RuleContext) -> Finding | None:
                 "rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL to see both fingerprints",
                 "values reduced after the mismatch on the other ranks are corrupted: do not "
                 "trust that step's metrics"],
+    )
+
+
+def _recorded_mismatch(run: Run, ctx: RuleContext) -> Finding | None:
+    """A mismatch matched from Flight Recorder dumps (the ranks hung in it, no rank raised)."""
+    ev = run.events
+    if ev.empty:
+        return None
+    rows = ev[(ev["kind"].astype(str) == "collective_mismatch")
+              & ev["details"].map(from_flight_recorder)]
+    if rows.empty:
+        return None
+    odd = odd_ones(rows, "the ranks' Flight Recorder entries differ")
+    pg = (rows["details"].iloc[0] or {}).get("pg")
+    evidence = [Evidence(summary=f"rank {r}: " + ", ".join(
+                    f"{k}={v}" for k, v in zip(FIELDS, p, strict=True)),
+                    numbers={"SequenceNumber": odd.seq} if odd.seq is not None else {})
+                for r, p in sorted(odd.prints.items())]
+    evidence += [Evidence(summary=str(r["message"])[:200], source=str(r["source"]))
+                 for _, r in rows.head(2).iterrows()]
+    culprit = f"rank {odd.culprits[0]}" if odd.culprits else "the odd rank"
+    return ctx.finding(
+        message=f"collective mismatch: rank(s) {odd.culprits} ran a different collective than "
+                f"the others as #{odd.seq} of process group {pg} ({odd.what}); the job then "
+                "hung until the timeout (Flight Recorder)",
+        severity=Severity.CRITICAL, confidence=ctx["confidence_numel"],
+        cause="collective_mismatch", ranks=tuple(odd.culprits), evidence=evidence,
+        advice=[f"find the collective {culprit} calls with a different op or shape at that "
+                "point (a rank-conditional branch, a rank-dependent tensor size); the "
+                "Flight Recorder frames of its entry name the call site",
+                "rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL to make the mismatch raise at once"],
     )

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pandas as pd
 
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.crash._failures import shared_rank_status
+from autopsy.rules.hang._fingerprints import FIELDS, from_flight_recorder, odd_ones
 from autopsy.rules.hang.thresholds import HANG005
 from autopsy.rules.registry import rule
-
-#: Fingerprint fields compared across ranks.
-FIELDS: tuple[str, ...] = ("OpType", "TensorShape", "TensorDtypes")
 
 
 @rule(
@@ -55,25 +51,11 @@ def collective_mismatch_detected(run: Run, ctx: RuleContext) -> Finding | None:
     rows = ev[ev["kind"].astype(str) == "collective_mismatch"]
     if rows.empty:
         return None
-    prints: dict[int, tuple[str, ...]] = {}
-    seq = None
-    for d in rows["details"]:
-        for fp in (d or {}).get("fingerprints") or []:
-            prints.setdefault(int(fp["rank"]), tuple(str(fp.get(k)) for k in FIELDS))
-            seq = fp.get("SequenceNumber", seq)
-    reporters = sorted({int(r) for r in rows["rank"].dropna()})
-    culprits, what = reporters, "gloo received a buffer of the wrong size"
-    if prints:
-        counts = Counter(prints.values())
-        (top, n), *rest = counts.most_common()
-        if rest and n > rest[0][1]:
-            culprits = sorted(r for r, p in prints.items() if p != top)
-            odd = prints[culprits[0]]
-            what = "; ".join(f"{k} {odd[i]} instead of {top[i]}" for i, k in enumerate(FIELDS)
-                             if odd[i] != top[i])
-        else:
-            culprits = sorted(prints)
-            what = "no majority: " + ", ".join(f"rank {r} {p}" for r, p in sorted(prints.items()))
+    rows = rows[~rows["details"].map(from_flight_recorder)]
+    if rows.empty:
+        return None  # matched from Flight Recorder dumps: the ranks hung (HANG003)
+    odd = odd_ones(rows, "gloo received a buffer of the wrong size")
+    culprits, what, prints, seq = odd.culprits, odd.what, odd.prints, odd.seq
     status = shared_rank_status(run, ctx)
     last = status["last_step"].reindex(culprits).dropna() if not status.empty else None
     step = int(last.min()) + 1 if last is not None and len(last) else None
