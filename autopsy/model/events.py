@@ -15,7 +15,8 @@ class EventKind(str, Enum):
     ``nccl_timeout`` is a NCCL/c10d watchdog timeout; ``collective_timeout`` one of
     another backend (gloo's "Timed out waiting ... for recv"); ``signal`` a process
     receiving or dying of a signal (SIGTERM, SIGKILL...); ``exit`` a rank's exit code
-    as its launcher reports it; ``error_file`` a torchelastic ``error.json``.
+    as its launcher reports it; ``error_file`` a torchelastic ``error.json``; ``stack_dump``
+    one thread's stack from a ``faulthandler`` or ``py-spy dump`` printout.
     """
 
     NAN_LOSS = "nan_loss"
@@ -37,6 +38,7 @@ class EventKind(str, Enum):
     SIGNAL = "signal"
     EXIT = "exit"
     ERROR_FILE = "error_file"
+    STACK_DUMP = "stack_dump"
 
 
 #: column -> pandas dtype of ``run.events``.

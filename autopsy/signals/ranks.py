@@ -43,7 +43,7 @@ CASCADE_KINDS: frozenset[str] = frozenset({
 ROOT_KINDS: frozenset[str] = frozenset({"oom", "host_kill", "collective_mismatch"})
 #: Event kinds that are notes, not failures.
 INFO_KINDS: frozenset[str] = frozenset({
-    "checkpoint_saved", "overflow_skip", "nccl_warn", "restart", "nan_loss",
+    "checkpoint_saved", "overflow_skip", "nccl_warn", "restart", "nan_loss", "stack_dump",
 })
 #: Kinds whose role depends on the exception they carry.
 EXCEPTION_KINDS: frozenset[str] = frozenset({"traceback", "error_file"})

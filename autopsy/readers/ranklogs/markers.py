@@ -13,6 +13,8 @@ from typing import Any
 #: Literals that may start an event (case-sensitive, as PyTorch/NCCL write them).
 EVENT_MARKERS: tuple[bytes, ...] = (
     b"Traceback (most recent call last)",
+    b"(most recent call first)",  # a faulthandler stack dump's thread header
+    b" (idle): ", b" (active",  # a py-spy dump's thread header: Thread 11792 (idle): "..."
     b"atchdog",  # Watchdog caught ..., watchdog got stuck, detected by watchdog ...
     b"Timeout at NCCL work",
     b"lagging",
@@ -92,7 +94,8 @@ METRIC_MARKERS: tuple[bytes, ...] = (
 )
 
 #: Markers that open a multi-line record, kept whole within one block.
-BLOCK_MARKERS: tuple[bytes, ...] = (b"Traceback (most recent call last)", b"ChildFailedError:")
+BLOCK_MARKERS: tuple[bytes, ...] = (b"Traceback (most recent call last)", b"ChildFailedError:",
+                                    b"(most recent call first)", b" (idle): ", b" (active")
 
 ALL_MARKERS: tuple[bytes, ...] = EVENT_MARKERS + METRIC_MARKERS
 

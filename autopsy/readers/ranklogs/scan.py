@@ -24,6 +24,7 @@ from autopsy.model.problem import Problem
 from autopsy.readers.progress import report
 from autopsy.readers.ranklogs import events as ev
 from autopsy.readers.ranklogs import markers as markers_mod
+from autopsy.readers.ranklogs import stacks
 from autopsy.readers.ranklogs.adapters import LEAD_COUNT, LineContext, flush_keras
 from autopsy.readers.ranklogs.budget import max_points, thin_columns
 from autopsy.readers.ranklogs.fastpath import Found, block_hits, marker_offsets
@@ -830,6 +831,13 @@ def _events_of_line(data: bytes, raw: bytes, end: int, line: int, st: _State) ->
                     bare["exception"], bare["exc_message"][:200]):
                 _add(st, rank, wall, EventKind.TRACEBACK, rest.strip(), line,
                      {**base, **bare}, rest)
+        if "(most recent call first)" in rest or (
+                rest.startswith("Thread ") and (" (idle)" in rest or " (active" in rest)):
+            parse = stacks.parse_faulthandler if "(most recent" in rest else stacks.parse_pyspy
+            got = parse(rest, _same_rank_lines(data, end + 1, pre.rank))
+            if got is not None:
+                _add(st, rank, wall, EventKind.STACK_DUMP, stacks.describe(got), line,
+                     {**base, **got}, rest)
         if "ChildFailedError:" in rest:
             entries, n = ev.parse_child_failed(t for t, _ in _follow(data, end + 1))
             consumed_to = _offset_after(data, end + 1, n)

@@ -15,6 +15,7 @@ import pandas as pd
 from autopsy.model.run import Run
 from autopsy.rules.crash._failures import shared_rank_status
 from autopsy.signals.ranks import event_roles
+from autopsy.signals.stacks import group_ranks, phase, rank_stacks
 
 #: Event kinds that mean "this rank waited in a collective and gave up".
 TIMEOUT_KINDS: frozenset[str] = frozenset({"nccl_timeout", "collective_timeout", "heartbeat_stuck"})
@@ -205,6 +206,18 @@ def _laggard(hang: Hang, events: pd.DataFrame, status: pd.DataFrame,
         if not found:
             found = lows
         hang.how.append(f"rank(s) {lows} are furthest behind in the collective sequence ({low})")
+    stacks = rank_stacks(events)
+    if len(stacks) >= 2:
+        groups = group_ranks(stacks)
+        if len(groups) >= 2 and len(groups[0]) > len(groups[1]):
+            odd = sorted(r for g in groups[1:] for r in g)
+            where = phase(stacks[odd[0]])
+            hang.how.append(f"the stack dumps show rank(s) {odd} in {where} "
+                            f"({stacks[odd[0]].where()}) while rank(s) {groups[0]} are in "
+                            f"{phase(stacks[groups[0][0]])}")
+            hang.numbers["phase"] = where
+            if not found:
+                found = odd
     if len(steps) > 1 and len(set(steps.values())) > 1:
         low = min(steps.values())
         lows = sorted(r for r, v in steps.items() if v == low)

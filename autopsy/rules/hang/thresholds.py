@@ -67,3 +67,14 @@ HANG006: dict[str, Threshold] = {
         "innermost frame is a wait, but a run stopped on purpose while it briefly waited "
         "looks the same, so it stays below the hang findings read from timeouts.")),
 }
+
+#: HANG007 stack-odd-one-out.
+HANG007: dict[str, Threshold] = {
+    "confidence": Threshold(0.75, (
+        "The confidence that the rank whose stack differs from the majority's is the one the "
+        "others wait for: the dumps show it directly, but a dump taken while the job still "
+        "ran (not hung) catches ranks at different points of a normal step, so it stays "
+        "below the findings read from collective timeouts (0.85-0.9).")),
+    "min_ranks": Threshold(3, (
+        "Stacks of at least 3 ranks are needed: with 2, neither is the odd one out.")),
+}
