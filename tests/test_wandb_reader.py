@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO
 
 import autopsy
 from autopsy.api import diagnose
@@ -186,3 +187,21 @@ def test_debug_logs_are_claimed_and_bad_files_are_problems(tmp_path: Path) -> No
     (empty / "run-bbbb.wandb").write_bytes(b"not a wandb file at all")
     run = autopsy.load_run(tmp_path / "empty")
     assert any(str(p).endswith("run-bbbb.wandb") for p in run.unread)
+
+
+def test_a_synced_runs_files_without_the_record_log(tmp_path: Path) -> None:
+    # published files of a synced run (tests/fixtures/wandb_files/SOURCE.md)
+    files = REPO / "tests" / "fixtures" / "wandb_files"
+    assert (files / "files" / "config.yaml").is_file(), "missing fixture"
+    run = autopsy.load_run(files)
+    assert (run.config["learning_rate"], run.config["batch_size"], run.config["model"]) == (
+        0.001, 32, "DenseNet121")
+    assert run.series("loss").to_dict() == pytest.approx({9: 0.44260069727897644})
+    assert run.series("eval_loss").to_dict() == pytest.approx({9: 0.36824649572372437})
+    # beside a record log they are not read: the log holds the same, point by point
+    root = _make(tmp_path, [{"loss": 1.0 / (1 + s), "_at": s} for s in range(5)],
+                 config={"learning_rate": 0.5})
+    (run_dir,) = root.glob("wandb/offline-run-*")
+    shutil.copytree(files / "files", run_dir / "files", dirs_exist_ok=True)
+    run = autopsy.load_run(root)
+    assert run.config["learning_rate"] == 0.5 and len(run.series("loss")) == 5

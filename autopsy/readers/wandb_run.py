@@ -14,6 +14,10 @@ importing wandb (heavy, and its internal reader is not an API). From it:
 * **config** and the run record (``run_id``, ``project``, ``host``, the config logged at
   ``wandb.init``) become run config; keys of ``wandb-metadata.json`` (``gpu``,
   ``gpu_count``, ``host``, ``program``) too.
+* a synced run's ``files/config.yaml`` and ``files/wandb-summary.json`` repeat what the
+  record log holds; they are read only when the folder has no record log (a run's files
+  downloaded from W&B): the config's scalar ``value:`` lines, and the summary's numbers as
+  one point each at its ``_step``.
 * the **exit** record gives an ``exit`` event with the run's exit code (W&B writes 1 when
   the script died of an exception); a run without one was killed or is still being
   written, which is a recorded problem; a **preempting** record is a ``signal`` event.
@@ -73,12 +77,17 @@ _HISTORY, _OUTPUT, _CONFIG, _OUTPUT_RAW, _RUN, _EXIT, _PREEMPTING = 2, 4, 5, 13,
 
 
 def sniff(path: Path) -> bool:
-    """A ``.wandb`` record log (by its header), or one of W&B's own files in a ``wandb``
-    folder (its debug logs, ``wandb-metadata.json``)."""
+    """A ``.wandb`` record log (by its header), one of W&B's own files in a ``wandb`` folder
+    (its debug logs, ``wandb-metadata.json``), or a synced run's ``files/config.yaml`` and
+    ``files/wandb-summary.json`` (by their first bytes)."""
     if path.suffix == ".wandb":
         return head(path, len(IDENT)) == IDENT
     if path.name in DEBUG_LOGS or path.name == "wandb-metadata.json":
         return "wandb" in path.parts[:-1]
+    if path.name == "config.yaml":
+        return head(path, 64).lstrip().startswith((b"_wandb:", b"wandb_version:"))
+    if path.name == "wandb-summary.json":
+        return head(path, 8).lstrip().startswith(b"{")
     return False
 
 
@@ -113,12 +122,20 @@ def read_group(paths: list[Path], rels: list[str]) -> RunPart:
     """Read the newest run's record logs (segments in time order) and the metadata."""
     part = RunPart()
     logs: list[tuple[_Header, Path, str]] = []
+    files: list[tuple[Path, str]] = []
     for path, rel in zip(paths, rels, strict=True):
         if path.suffix == ".wandb":
             logs.append((_header(path), path, rel))
         elif path.name == "wandb-metadata.json":
             part.config.extend(_metadata(path, rel, part.problems))
-    if not logs:
+        elif path.name in ("config.yaml", "wandb-summary.json"):
+            files.append((path, rel))
+    if not logs:  # a synced run's files without its record log (downloaded from W&B)
+        for path, rel in files:
+            if path.name == "config.yaml":
+                part.config.extend(_config_yaml(path, rel))
+            else:
+                part.scalars = _summary(path, rel, part.problems)
         return part
     runs: dict[str, list[tuple[_Header, Path, str]]] = {}
     for log in logs:
@@ -497,3 +514,78 @@ def _metadata(path: Path, rel: str, problems: list[Problem]) -> list[ConfigValue
         return []
     return [ConfigValue(k, doc[k], rel) for k in METADATA_KEYS
             if isinstance(doc.get(k), (str, int, float))]
+
+
+#: The largest ``config.yaml`` / ``wandb-summary.json`` read (a run's config and last values
+#: are kilobytes; a larger file is not one W&B wrote for them).
+MAX_FILE_BYTES = 4 << 20
+
+
+def _config_yaml(path: Path, rel: str) -> list[ConfigValue]:
+    """A synced run's ``files/config.yaml``: each top-level key's ``value:`` when it is a
+    scalar on its own line (read line by line; nothing is constructed)."""
+    try:
+        text = path.read_bytes()[:MAX_FILE_BYTES].decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    out: list[ConfigValue] = []
+    key: str | None = None
+    for line in text.splitlines():
+        if line and not line[0].isspace():
+            name, colon, rest = line.partition(":")
+            key = name.strip() if colon and not rest.strip() else None
+            if key is not None and (key.startswith("_") or key == "wandb_version"):
+                key = None
+            continue
+        stripped = line.strip()
+        if key is not None and stripped.startswith("value:"):
+            raw = stripped[len("value:"):].strip()
+            if raw:
+                out.append(ConfigValue(key, _yaml_scalar(raw), rel))
+            key = None
+    return out
+
+
+def _yaml_scalar(raw: str) -> Any:
+    """A plain YAML scalar as the value it reads as (number, bool, null, else the text)."""
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        return raw[1:-1]
+    low = raw.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "~"):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        pass
+    try:
+        return float(raw)
+    except ValueError:
+        return raw
+
+
+def _summary(path: Path, rel: str, problems: list[Problem]) -> Any:
+    """A synced run's ``files/wandb-summary.json``: its numbers, at its ``_step``."""
+    try:
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            problems.append(Problem(rel, "larger than a W&B summary is", kind="too_large"))
+            return None
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        problems.append(Problem(rel, "wandb-summary.json is not JSON", kind="invalid_json"))
+        return None
+    if not isinstance(doc, dict):
+        return None
+    step = doc.get("_step")
+    step = int(step) if isinstance(step, (int, float)) and math.isfinite(step) else 0
+    wall = doc.get("_timestamp")
+    items = [(k, float(v)) for k, v in doc.items() if not k.startswith("_")
+             and k not in STEP_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not items:
+        return None
+    from autopsy.model.scalars import make_scalars
+
+    return make_scalars([step] * len(items), [k for k, _ in items], [v for _, v in items],
+                        wall_time=[float(wall) if isinstance(wall, (int, float)) else math.nan]
+                        * len(items), source=rel)
