@@ -17,10 +17,12 @@ seconds; a pool of ``--jobs`` processes), on copies in ``bench/out/fuzz/`` (git-
   unverifiable finding, or called it unreadable (exit 2) without naming the global.
 * **mutated files**: each real file of :data:`MUTATED` (TensorBoard event file,
   ``trainer_state.json``, ``model.safetensors``, a torch zip, a legacy torch file, a DCP
-  ``.metadata``, a torchrun rank log) mutated ``--mutations`` times per kind of
-  :data:`MUTATIONS` (bit flips, truncation, a zeroed region, inserted and deleted bytes,
-  a duplicated region), seeded. A case fails on a traceback, a hang, an exit code outside
-  0-3, or a write into the run folder.
+  ``.metadata``, a torchrun rank log, Flight Recorder dumps in both forms, a py-spy dump and
+  a faulthandler log, a W&B record log and summary, MLflow's SQLite and file stores; the
+  tracker runs are made by wandb and mlflow at the start, so the test extra is needed)
+  mutated ``--mutations`` times per kind of :data:`MUTATIONS` (bit flips, truncation, a
+  zeroed region, inserted and deleted bytes, a duplicated region), seeded. A case fails on
+  a traceback, a hang, an exit code outside 0-3, or a write into the run folder.
 
 The counts go under ``## Campaign`` of ``docs/robustness.md``.
 
@@ -168,15 +170,56 @@ def place(name: str, dest: Path) -> tuple[Path, Path]:
     return path, path
 
 
-#: Real files mutated by the second campaign: (name, the sample file, the run's layout).
-MUTATED = (
-    ("tfevents", "diverging_finite", "runs/events.out.tfevents.*"),
-    ("trainer_state", "ckpt_hf_good", "trainer_state.json"),
-    ("safetensors", "ckpt_hf_good", "checkpoint-8/model.safetensors"),
-    ("torch_zip", "ckpt_hf_good", "checkpoint-8/optimizer.pt"),
-    ("dcp_metadata", "ckpt_dcp_good", "*/.metadata"),
-    ("rank_log", "ddp_rank_exception", "logs/*/attempt_0/2/stderr.log"),
+FIXTURES = ROOT / "tests" / "fixtures"
+#: Real files mutated by the second campaign: (name, the run folder (a sample's name, or a
+#: path), the file in it, the command that reads it).
+MUTATED: tuple[tuple[str, str | Path, str, str], ...] = (
+    ("tfevents", "diverging_finite", "runs/events.out.tfevents.*", "analyze"),
+    ("trainer_state", "ckpt_hf_good", "trainer_state.json", "analyze"),
+    ("safetensors", "ckpt_hf_good", "checkpoint-8/model.safetensors", "ckpt"),
+    ("torch_zip", "ckpt_hf_good", "checkpoint-8/optimizer.pt", "ckpt"),
+    ("dcp_metadata", "ckpt_dcp_good", "*/.metadata", "ckpt"),
+    ("rank_log", "ddp_rank_exception", "logs/*/attempt_0/2/stderr.log", "ranks"),
+    ("fr_pickle", FIXTURES / "flight_recorder" / "rank1_never_enters", "nccl_trace_rank_0",
+     "ranks"),
+    ("fr_json", FIXTURES / "flight_recorder" / "rank1_never_enters", "nccl_trace_rank_1.json",
+     "ranks"),
+    ("pyspy_dump", FIXTURES / "stack_dumps" / "rank1_stuck_in_data_loading", "pyspy_rank1.txt",
+     "ranks"),
+    ("faulthandler_log", FIXTURES / "stack_dumps" / "rank1_stuck_in_data_loading", "rank1.log",
+     "ranks"),
+    ("wandb_summary", FIXTURES / "wandb_files", "files/wandb-summary.json", "analyze"),
+    # made by wandb and mlflow at build time (the test extra), see _tracker_runs
+    ("wandb_log", OUT / "sources" / "wandb", "wandb/offline-run-*/run-*.wandb", "analyze"),
+    ("mlflow_sqlite", OUT / "sources" / "mlflow", "mlflow.db", "analyze"),
+    ("mlflow_file", OUT / "sources" / "mlflow", "mlruns/*/*/metrics/loss", "analyze"),
 )
+
+_TRACKERS = """
+import os, sys
+os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true", MLFLOW_ALLOW_FILE_STORE="true")
+import mlflow, wandb
+out = sys.argv[1]
+run = wandb.init(project="fuzz", dir=os.path.join(out, "wandb"), config={"lr": 0.1})
+for s in range(300):
+    wandb.log({"loss": 1.0 / (1 + s), "lr": 0.1, "note": "x" * 200}, step=s)
+run.finish(exit_code=1)
+for uri in ("sqlite:///" + os.path.join(out, "mlflow", "mlflow.db"),
+            "file:" + os.path.join(out, "mlflow", "mlruns")):
+    mlflow.set_tracking_uri(uri)
+    with mlflow.start_run(run_name="fuzz"):
+        mlflow.log_param("learning_rate", 0.1)
+        for s in range(100):
+            mlflow.log_metric("loss", 1.0 / (1 + s), step=s)
+"""
+
+
+def _tracker_runs(dest: Path) -> None:
+    """A W&B offline run and MLflow's two stores, written by the libraries themselves."""
+    (dest / "wandb" / "wandb").mkdir(parents=True, exist_ok=True)
+    (dest / "mlflow").mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-c", _TRACKERS, str(dest)], check=True,
+                   capture_output=True, timeout=300)
 MUTATIONS = ("bitflip", "truncate", "zero", "insert", "delete", "duplicate")
 
 
@@ -281,17 +324,17 @@ def build(mutations: int, prove: bool) -> list[Case]:
             splice_file(file, kind, marker)
             cases.append(Case("pickle", name, ["ckpt", str(target)], str(folder),
                               str(marker), str(file) if prove else ""))
+    _tracker_runs(OUT / "sources")
     rng = random.Random(20261126)
-    for name, sample, pattern in MUTATED:
-        src = next((SAMPLES / sample).glob(pattern))
+    for name, sample, pattern, command in MUTATED:
+        base = sample if isinstance(sample, Path) else SAMPLES / sample
+        src = next(base.glob(pattern))
         for kind in MUTATIONS:
             for i in range(mutations):
                 folder = OUT / "mutated" / f"{name}_{kind}_{i}"
-                shutil.copytree(SAMPLES / sample, folder)
-                target = folder / src.relative_to(SAMPLES / sample)
+                shutil.copytree(base, folder, symlinks=True)
+                target = folder / src.relative_to(base)
                 target.write_bytes(mutate(src.read_bytes(), kind, rng))
-                command = "ckpt" if name in ("safetensors", "torch_zip", "dcp_metadata") \
-                    else ("ranks" if name == "rank_log" else "analyze")
                 cases.append(Case("mutated", f"{name}/{kind}/{i}", [command, str(folder)],
                                   str(folder)))
     return cases
