@@ -71,3 +71,24 @@ def test_near_miss_sgd_lr_judged_on_the_sgd_range() -> None:
 
 def test_fires_on_sample_lr_too_low_full_finetune() -> None:
     assert_verdict_matches_label("lr_too_low_full_finetune", "FLAT003")
+
+
+def test_fires_on_a_zero_lr_from_the_start_however_few_points() -> None:
+    # EEND's fine-tuning log: "Epoch:   1, LR: 0.0000000, Training Loss: 0.36569" x 3
+    run = synthetic_run({"loss": [0.36569, 0.37642, 0.37213], "learning_rate": [0.0] * 3})
+    d = diagnose(run)
+    assert (d.verdict.code, d.verdict.cause, d.verdict.step) == ("FLAT003", "lr_too_low", 1)
+    assert "learning rate is 0 at every logged point" in d.verdict.message
+
+
+def test_zero_lr_near_misses_pass() -> None:
+    # a window from late in a run (the LR decayed to 0, the loss converged): not judged
+    late = synthetic_run({"loss": [0.21, 0.21, 0.20], "learning_rate": [0.0] * 3},
+                         steps=[9000, 9100, 9200])
+    assert "FLAT003" not in codes(late)
+    # the loss falls (the LR printed with too few digits is not really 0)
+    falling = synthetic_run({"loss": [2.0, 1.5, 1.1], "learning_rate": [0.0] * 3})
+    assert "FLAT003" not in codes(falling)
+    # an LR that is not 0 everywhere: a warm-up from 0
+    warm = synthetic_run({"loss": [2.0, 2.0, 2.0], "learning_rate": [0.0, 1e-5, 2e-5]})
+    assert "FLAT003" not in codes(warm)

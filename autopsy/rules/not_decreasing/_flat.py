@@ -234,7 +234,8 @@ def flat_loss(run: Run, t: Mapping[str, Any]) -> FlatLoss | None:
     and has not stopped changing at its end (:func:`_stuck_tail`)."""
     tag = judged_loss(run)
     loss = run.series(tag)
-    found = _flat_plateau(run, loss, t) or _stuck_tail(run, loss, t) or _no_signal(run, loss, t)
+    found = (_flat_plateau(run, loss, t) or _stuck_tail(run, loss, t)
+             or _no_signal(run, loss, t) or _zero_lr(run, loss, t))
     return replace(found, tag=tag) if found is not None and tag != "loss" else found
 
 
@@ -255,6 +256,37 @@ def _no_signal(run: Run, loss: Any, t: Mapping[str, Any]) -> FlatLoss | None:
                     last_step=last, n=int(y.size), zero=True, constant=True, grad=grad,
                     lr=peak_lr(run), regime=lr_regime(run, t), chance=None,
                     cause="labels_masked")
+
+
+def _zero_lr(run: Run, loss: Any, t: Mapping[str, Any]) -> FlatLoss | None:
+    """A loss that did not fall while the logged learning rate was 0 at every logged point,
+    from the run's start (its first logged point within ``late_start_intervals`` logging
+    intervals of step 0), however few points (at least ``min_constant_points``): the weights
+    cannot move. A window from late in a run (an LR decayed to 0 at the end, a converged
+    loss) is not judged."""
+    lr = run.series("learning_rate").to_numpy(dtype=float)
+    if lr.size < int(t["min_constant_points"]) or not np.all(lr == 0.0):
+        return None
+    values = loss.to_numpy(dtype=float)
+    finite = np.isfinite(values)
+    y, steps = values[finite], loss.index.to_numpy()[finite]
+    if y.size < int(t["min_constant_points"]):
+        return None
+    gaps = np.diff(np.unique(steps.astype(float)))
+    interval = float(np.median(gaps)) if gaps.size else 0.0
+    if interval <= 0 or float(steps.min()) > float(t["late_start_intervals"]) * interval:
+        return None
+    initial = float(np.median(y[: max(1, int(t["initial_points"]))]))
+    level = float(np.median(y))
+    if initial > 0 and (initial - float(y[-1])) / initial > t["max_initial_drop"]:
+        return None
+    first, last = int(steps[0]), int(steps[-1])
+    plateau = Plateau(is_flat=True, slope=0.0, rel_change=0.0, noise=0.0, start_level=initial,
+                      end_level=float(y[-1]), n=int(y.size))
+    return FlatLoss(plateau=plateau, initial=initial, level=level, first_step=first,
+                    last_step=last, n=int(y.size), zero=False, constant=False,
+                    grad=_grad(run, first, last), lr=peak_lr(run), regime=lr_regime(run, t),
+                    chance=None, cause="lr_too_low")
 
 
 def judged_loss(run: Run) -> str:

@@ -48,7 +48,11 @@ def lr_too_low(run: Run, ctx: RuleContext) -> Finding | None:
         ``learning_rate``, else the config value, with its source) against the regime's
         range and how the regime was decided. Fires when the loss is flat near its
         initial value, the grad norm is not zero (FLAT002) and the peak LR is below the
-        regime's low end (``lora_lr_low``, ``sgd_lr_low`` or ``full_lr_low``).
+        regime's low end (``lora_lr_low``, ``sgd_lr_low`` or ``full_lr_low``). Also,
+        however few points the loss has (``min_constant_points`` at least), when the logged
+        LR is 0 at every point from the run's start (within ``late_start_intervals``
+        logging intervals of step 0) and the loss did not fall by ``max_initial_drop``:
+        nothing can be learned with an LR of 0.
     """
     flat = flat_loss(run, ctx.thresholds)
     if flat is None or flat.cause != "lr_too_low" or flat.lr is None:
@@ -65,11 +69,13 @@ def lr_too_low(run: Run, ctx: RuleContext) -> Finding | None:
         confidence -= 0.15
         grads = "(grad norm not logged, so frozen parameters are not ruled out)"
     suggest = f"{math.sqrt(r.low * r.high):.0e}"
+    low = ("the learning rate is 0 at every logged point: nothing is trained" if lr.value == 0
+           else
+           f"the peak LR {lr.value:.3g} is {'far ' if factor >= 10 else ''}below the "
+           f"{r.label} range {r.range_text} ({r.basis})")
     return ctx.finding(
         message=f"The loss stays flat at {flat.level:.4g} (steps {flat.first_step}-"
-                f"{flat.last_step}) {grads}, and the peak LR {lr.value:.3g} is "
-                f"{'far ' if factor >= 10 else ''}below the {r.label} range {r.range_text} "
-                f"({r.basis}).",
+                f"{flat.last_step}) {grads}, and {low}.",
         severity=Severity.ERROR,
         confidence=confidence,
         cause="lr_too_low",
