@@ -205,3 +205,19 @@ def test_a_synced_runs_files_without_the_record_log(tmp_path: Path) -> None:
     shutil.copytree(files / "files", run_dir / "files", dirs_exist_ok=True)
     run = autopsy.load_run(root)
     assert run.config["learning_rate"] == 0.5 and len(run.series("loss")) == 5
+
+
+def test_the_fast_item_path_reads_what_the_general_parser_reads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from autopsy.readers import wandb_run
+
+    rows = [{"train/loss": 2.0 / (1 + s) if s != 7 else "nan", "train/global_step": 5 * s,
+             "nested": {"acc": s / 10}, "big": 1e300, "note": "text", "_at": s}
+            for s in range(30)]
+    root = _make(tmp_path, rows)
+    fast = autopsy.load_run(root).scalars
+    monkeypatch.setattr(wandb_run, "_fast_items", lambda *a: None)
+    slow = autopsy.load_run(root).scalars
+    cols = ["tag", "step", "value", "wall_time"]
+    assert len(fast) == len(slow) > 60
+    assert fast[cols].astype(str).equals(slow[cols].astype(str))
