@@ -325,7 +325,7 @@ def _fast_items(buf: bytes, a: int, b: int, names: dict[bytes, str]
             tag = buf[i]
             if tag in (0x0A, 0x12) and i + 1 < end and buf[i + 1] < 0x80:  # key, nested_key
                 ln = buf[i + 1]
-                name = buf[i + 2:i + 2 + ln] if not name else name + b"/" + buf[i + 2:i + 2 + ln]
+                name = buf[i + 2:i + 2 + ln] if not name else name + b"." + buf[i + 2:i + 2 + ln]
                 i += 2 + ln
             elif tag == 0x82 and i + 2 < end and buf[i + 1] == 0x01 and buf[i + 2] < 0x80:
                 ln = buf[i + 2]  # value_json (16)
@@ -390,7 +390,7 @@ def _history(buf: bytes, a: int, b: int, hist: _History) -> None:
                 value = float((z >> 1) ^ -(z & 1))
             elif n == 16 and w == LEN:
                 value = _number(buf, s2, e2)  # None: a string, a bool, media, a table
-        name = key or "/".join(nested)
+        name = key or ".".join(nested)  # W&B shows a nested dict as a.b
         if value is None or not name:
             continue
         if name == "_step":
