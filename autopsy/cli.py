@@ -352,7 +352,8 @@ def _scan_progress() -> Callable[[int], None]:
 
 CKPT_EPILOG = ("Exit codes: 0 an exact resume from the picked checkpoint is possible (with "
                "--allow-losses: any resume is); 1 it is not (the report says what a resume "
-               "would lose, or go on without); 2 usage error or nothing readable.")
+               "would lose, or go on without; a checkpoint found but unreadable is not "
+               "resumable); 2 usage error or no checkpoint at the path.")
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=CKPT_EPILOG)

@@ -97,11 +97,13 @@ def test_nothing_readable_exits_2_with_one_line(tmp_path: Path) -> None:
     assert err.count("\n") == 1 and err.startswith("autopsy: error: no checkpoint found")
     code, _, err = _run(str(tmp_path / "absent"))
     assert code == 2 and "Traceback" not in err
+    # a checkpoint found but unreadable is a verdict, not "nothing here" (exit 2 is kept for
+    # a path with no checkpoint at all)
     garbage = tmp_path / "model.pt"
     garbage.write_bytes(b"\x80\x04this is not a pickle at all")
-    code, _, err = _run(str(garbage))
-    assert code == 2 and err.startswith("autopsy: error: nothing readable") \
-        and "Traceback" not in err
+    code, out, err = _run(str(garbage))
+    assert code == 1 and out.startswith("NOT RESUMABLE: ") and "Traceback" not in err
+    assert "could be read" in out and "CKPT020" in out
 
 
 def test_explain_documents_check_codes() -> None:
@@ -179,8 +181,8 @@ def test_text_report_shows_control_characters_escaped(tmp_path: Path) -> None:
 def test_error_line_shows_control_characters_escaped(tmp_path: Path) -> None:
     (tmp_path / "x\x1b]0;t\x07.safetensors").write_bytes(b"\x00\x01garbage")
     result = CliRunner().invoke(cli, ["ckpt", str(tmp_path)])
-    assert result.exit_code == 2
-    assert "\x1b" not in result.stderr and "x\\x1b]0;t\\x07.safetensors" in result.stderr
+    assert result.exit_code == 1  # found, unreadable: not resumable
+    assert "\x1b" not in result.stdout and "x\\x1b]0;t\\x07.safetensors" in result.stdout
 
 
 DCP = SAMPLES / "ckpt_dcp_good"

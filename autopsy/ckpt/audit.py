@@ -174,6 +174,8 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
             break
     audits = {path: audit for path, (audit, _) in results.items()}
     if not any(readable for _, readable in results.values()):
+        # found, and not one file of it reads: a checkpoint nobody can resume from, which is
+        # a verdict (not resumable), not "nothing here"
         first = audits[picked_ref.path]
         why = first.problems[0] if first.problems else "unreadable"
         hostile = [e.key for f in first.findings if f.code in ("CKPT030", "CKPT032")
@@ -181,7 +183,8 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
         if hostile:  # a payload masked by the bytes after it: unreadable, and still named
             why += (f"; before it fails, it references {', '.join(dict.fromkeys(hostile))}, "
                     "which torch.load(weights_only=False) would run (autopsy never did)")
-        raise NothingReadable(f"nothing readable in {root}: {why}")
+        notes.append(f"no file of {_rel(picked_ref.path, root)} could be read: {why}")
+        audits = {path: _unreadable(audit) for path, audit in audits.items()}
     picked = audits[picked_ref.path]
     ordered = [audits[r.path] for r in refs if r.path in audits]
     newest_ok = next((a for a in reversed(ordered) if a.resumable), None)
@@ -194,6 +197,31 @@ def audit_path(path: str | os.PathLike[str], *, world_size: int | None = None,
     return AuditReport(path=str(root), checkpoints=tuple(ordered), picked=picked,
                        newest_resumable=newest_ok, problems=tuple(notes),
                        world_size=world_size, scanned_values=scan_values)
+
+
+#: Checks that still hold when no file of a checkpoint could be read: the damage itself and
+#: what the bytes before it named (the others would report parts "missing" that were only
+#: unreadable).
+UNREADABLE_CHECKS = frozenset({"CKPT020", "CKPT030", "CKPT032"})
+
+
+def _unreadable(audit: CheckpointAudit) -> CheckpointAudit:
+    """An audit none of whose files could be read: every part it would hold is unreadable
+    (``corrupt``), not ``missing``; only the damage and unsafe findings are kept."""
+    components = tuple(
+        dataclasses.replace(c, status=Status.CORRUPT, effect=c.effect or "cannot be read",
+                            evidence=(*c.evidence, "not read: no file of the checkpoint "
+                                      "could be read"))
+        if c.status is Status.MISSING else c for c in audit.components)
+    findings = tuple(f for f in audit.findings if f.code in UNREADABLE_CHECKS)
+    return dataclasses.replace(audit, components=components, findings=findings)
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix() or path.name
+    except ValueError:
+        return path.name
 
 
 def _name(audit: CheckpointAudit, root: Path) -> str:

@@ -101,9 +101,10 @@ def test_nested_too_deep_pickle_is_a_problem(tmp_path: Path) -> None:
         obj = [obj]
     path = tmp_path / "deep.pkl"
     path.write_bytes(pickle.dumps({"step": 1, "x": obj}, protocol=4))
-    with pytest.raises(NothingReadable) as info:
-        audit_path(path)
-    assert "nothing readable" in str(info.value)
+    report = audit_path(path)  # found and unreadable: not resumable, with the reason
+    assert not report.resumable and report.picked.components
+    assert any("could be read" in p and "deep" in p for p in report.problems)
+    assert {f.code for f in report.picked.findings} == {"CKPT020"}
 
 
 def test_an_unexpected_failure_is_a_finding_not_a_crash(tmp_path: Path,
