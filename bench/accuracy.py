@@ -350,6 +350,23 @@ def read_table(outcomes: list[Outcome]) -> list[str]:
     return lines
 
 
+def read_family_table(outcomes: list[Outcome]) -> list[str]:
+    """Family accuracy per label family (rows) and what was read (columns): which families
+    fail for want of data and which are misjudged on a full curve."""
+    classes = [c for c in READ_CLASSES if any(read_class(o) == c for o in outcomes)]
+    labels = [f for f in FAMILIES if any(o.expected_family == f for o in outcomes)]
+    lines = ["| label \\ read | " + " | ".join(classes) + " |",
+             "|---|" + "---|" * len(classes)]
+    for lab in labels:
+        cells = []
+        for cls in classes:
+            mine = [o for o in outcomes if o.expected_family == lab and read_class(o) == cls]
+            ok = sum(o.family_ok for o in mine)
+            cells.append(f"{ok}/{len(mine)}" if mine else "·")
+        lines.append(f"| `{lab}` | " + " | ".join(cells) + " |")
+    return lines
+
+
 def confusion_table(outcomes: list[Outcome]) -> list[str]:
     """Label family (rows) against verdict family (columns); ``(none)``: no report."""
     labels = [f for f in FAMILIES if any(o.expected_family == f for o in outcomes)]
@@ -444,7 +461,9 @@ def render_public(outcomes: list[Outcome], k: int, command: str, seconds: float,
                   *group_table(mine, k, "format"), "",
                   f"### {half.capitalize()} half: confusion (label family × verdict family)",
                   "", *confusion_table(mine), "",
-                  f"### {half.capitalize()} half: what was read", "", *read_table(mine), ""]
+                  f"### {half.capitalize()} half: what was read", "", *read_table(mine), "",
+                  f"### {half.capitalize()} half: right family by label and what was read",
+                  "", *read_family_table(mine), ""]
         if half in ("dev", "seen"):
             lines += [f"### {half.capitalize()} half: per case", "", *case_table(mine, k), ""]
     return "\n".join(lines) + "\n"
