@@ -53,6 +53,8 @@ def _verdict(path: Path) -> tuple[Family, str | None, tuple[int, ...], autopsy.R
 def test_the_rank_that_never_entered_is_the_culprit(tmp_path: Path, log: bool) -> None:
     family, cause, ranks, run = _verdict(_case(tmp_path, NEVER, log=log))
     assert (family, cause, ranks) == (Family.HANG, "dead_rank", (1,))
+    # rank 1 wrote nothing (gloo's lines are the others'): not "stopped logging"
+    assert "rank(s) [1] wrote nothing in these files" in diagnose(run).verdict.message
     desync = run.events[run.events["kind"] == "desync_report"]
     (d,) = [x for x in desync["details"] if x.get("from") == "flight_recorder"]
     assert d["lagging_ranks"] == [1] and d["collective"] == 6 and d["last_enqueued"] == {1: 5}

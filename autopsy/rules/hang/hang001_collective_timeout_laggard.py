@@ -80,8 +80,10 @@ def collective_timeout_laggard(run: Run, ctx: RuleContext) -> Finding | None:
         )
     lag = list(hang.culprits)
     cause = "straggler" if hang.kind == "straggler" else "dead_rank"
+    ended = hang.numbers.get("ended", [])
     state = ("kept logging after the others gave up (slow, not dead)" if cause == "straggler"
-             else f"stopped logging ({', '.join(hang.numbers.get('ended', [])) or 'silent'})")
+             else f"stopped logging ({', '.join(ended)})" if ended
+             else "wrote nothing in these files: only the other ranks' records show it")
     at = f" in step {hang.step}" if hang.step is not None else ""
     return ctx.finding(
         message=f"rank(s) {lag} never reached the collective{at}: ranks {waiting} timed out "
