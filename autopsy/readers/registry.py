@@ -24,6 +24,7 @@ READER_MODULES: tuple[str, ...] = (
     "autopsy.readers.wandb_run",
     "autopsy.readers.mlflow_store",
     "autopsy.readers.flight_recorder",
+    "autopsy.readers.capture_bundle",
     "autopsy.readers.lightning_csv",
     "autopsy.readers.ultralytics_csv",
     "autopsy.readers.epoch_csv",

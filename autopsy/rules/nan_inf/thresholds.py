@@ -118,3 +118,11 @@ NAN007: dict[str, Threshold] = {
         "A loss within 1e-7 of 0 is exactly 0, as FLAT001 reads it (its zero_loss): a mean "
         "over zero label tokens, or a NaN loss that some HF Trainer versions log as 0.")),
 }
+
+#: NAN008 captured-first-bad-module.
+NAN008: dict[str, Threshold] = {
+    "confidence": Threshold(0.95, (
+        "The capture re-ran the failing batch and saw which module produced the first "
+        "non-finite value: direct observation, not an inference from a curve, so it ranks "
+        "above every reading of the logged series (NAN001-NAN005 are 0.6-0.9).")),
+}
