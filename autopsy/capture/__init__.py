@@ -4,7 +4,8 @@ training, and the only one that imports torch.
 * :class:`Recorder` for plain loops: ``rec.step(loss, batch=batch, batch_ids=ids)`` after
   ``backward()``, or ``with rec.guard(batch, batch_ids=ids):`` around a step to catch the
   error it raises;
-* :class:`LightningCallback` wraps it for ``lightning.Trainer``.
+* :class:`LightningCallback` wraps it for ``lightning.Trainer``, :class:`HFCallback` for the
+  Hugging Face ``Trainer`` (``HFCallback().attach(trainer)``).
 
 On the first non-finite loss or gradient (or an error inside ``guard``) the recorder saves a
 bundle, ``<out_dir>/autopsy-capture/step_<N>/``: the ring of the last steps, the batch
@@ -18,10 +19,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from autopsy.capture.hf import HFCallback
     from autopsy.capture.lightning import LightningCallback
     from autopsy.capture.recorder import NonFiniteStep, Recorder
 
-__all__ = ["LightningCallback", "NonFiniteStep", "Recorder"]
+__all__ = ["HFCallback", "LightningCallback", "NonFiniteStep", "Recorder"]
 
 
 def __getattr__(name: str) -> Any:
@@ -33,6 +35,10 @@ def __getattr__(name: str) -> Any:
         from autopsy.capture.lightning import LightningCallback
 
         return LightningCallback
+    if name == "HFCallback":
+        from autopsy.capture.hf import HFCallback
+
+        return HFCallback
     raise AttributeError(f"module 'autopsy.capture' has no attribute {name!r}")
 
 

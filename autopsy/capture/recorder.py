@@ -156,6 +156,8 @@ class Recorder:
         max_batch_bytes: the largest batch saved in the bundle.
         hang_timeout_s: when set, ``faulthandler`` dumps every thread's stack into the
             capture folder if a step takes longer than this (re-armed at each step).
+        check_grads: judge the gradient norm too (False under fp16 loss scaling, where a
+            non-finite gradient is the scaler's business: the step is skipped).
     """
 
     def __init__(self, out_dir: str | os.PathLike[str], model: torch.nn.Module,
@@ -163,7 +165,8 @@ class Recorder:
                  check_every: int = 10, on_nan: str = "stop", num_classes: int | None = None,
                  forward: Callable[[Any], Any] | None = None,
                  loss_fn: Callable[[Any, Any], Any] | None = None, scaler: Any = None,
-                 max_batch_bytes: int = 64 << 20, hang_timeout_s: float | None = None) -> None:
+                 max_batch_bytes: int = 64 << 20, hang_timeout_s: float | None = None,
+                 check_grads: bool = True) -> None:
         if on_nan not in ("stop", "continue"):
             raise ValueError("on_nan must be 'stop' or 'continue'")
         self.root = Path(out_dir) / BUNDLE_DIR
@@ -175,6 +178,7 @@ class Recorder:
         self.num_classes = num_classes if num_classes is not None else _num_classes(model)
         self.forward, self.loss_fn = forward, loss_fn
         self.max_batch_bytes = max_batch_bytes
+        self.check_grads = check_grads
         self.rank = int(os.environ.get("RANK", "0") or 0)
         self.steps = 0
         self.bundles: list[Path] = []
@@ -270,7 +274,8 @@ class Recorder:
         # the batch's shapes per step, its values' statistics only in a bundle
         checked = self._due(loss, len(self.pending) + 1)
         entry = Entry(step=n, loss=loss_kept,
-                      grad_norm=_grad_norm(self.model) if checked else None, lr=lr,
+                      grad_norm=_grad_norm(self.model) if checked and self.check_grads
+                      else None, lr=lr,
                       loss_scale=scale, step_time=now - self._last, batch_ids=_ids(batch_ids),
                       tensors={k: {"shape": list(t.shape),
                                    "dtype": str(t.dtype).replace("torch.", "")}
