@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from autopsy.capture.hf import HFCallback
     from autopsy.capture.lightning import LightningCallback
-    from autopsy.capture.recorder import NonFiniteStep, Recorder
+    from autopsy.capture.recorder import NonFiniteStep, Recorder, enable_flight_recorder
 
-__all__ = ["HFCallback", "LightningCallback", "NonFiniteStep", "Recorder"]
+__all__ = ["HFCallback", "LightningCallback", "NonFiniteStep", "Recorder",
+           "enable_flight_recorder"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Recorder", "NonFiniteStep"):
+    if name in ("Recorder", "NonFiniteStep", "enable_flight_recorder"):
         from autopsy.capture import recorder
 
         return getattr(recorder, name)

@@ -287,10 +287,15 @@ class Recorder:
 
     def _arm(self) -> None:
         import faulthandler
+        import signal
 
         if self._stack_file is None:
             self.root.mkdir(parents=True, exist_ok=True)
             self._stack_file = open(self.root / f"stacks_rank{self.rank}.log", "a")
+            if hasattr(signal, "SIGUSR1"):  # kill -USR1 <pid>: every thread's stack, now
+                with contextlib.suppress(ValueError, RuntimeError):  # (not the main thread)
+                    faulthandler.register(signal.SIGUSR1, file=self._stack_file,
+                                          all_threads=True, chain=False)
         faulthandler.dump_traceback_later(float(self._hang or 0), repeat=True,
                                           file=self._stack_file)
 
@@ -522,3 +527,18 @@ def probe(model: torch.nn.Module, batch: Any, forward: Callable[[Any], Any] | No
     if "module" not in result:
         result["module"] = None
     return result
+
+
+def enable_flight_recorder(out_dir: str | os.PathLike[str], buffer_size: int = 2000) -> Path:
+    """Turn on PyTorch's Flight Recorder with its dumps in ``<out_dir>/autopsy-capture/``
+    (``nccl_trace_rank_<N>``, where ``autopsy ranks`` reads them). Call it before
+    ``init_process_group``: torch reads the environment when the group is made. Values the
+    environment already has are kept. Returns the dump prefix's folder."""
+    folder = Path(out_dir) / BUNDLE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("TORCH_FR_BUFFER_SIZE", str(buffer_size))
+    os.environ.setdefault("TORCH_NCCL_TRACE_BUFFER_SIZE", str(buffer_size))  # torch < 2.5
+    os.environ.setdefault("TORCH_NCCL_DUMP_ON_TIMEOUT", "1")
+    os.environ.setdefault("TORCH_FR_DUMP_TEMP_FILE", str(folder / "nccl_trace_rank_"))
+    os.environ.setdefault("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", str(folder / "nccl_trace_rank_"))
+    return folder

@@ -143,3 +143,31 @@ def test_importing_autopsy_or_capture_does_not_import_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "False"
+
+
+def test_hang_evidence_goes_into_the_capture_folder(tmp_path: Path) -> None:
+    # a step that hangs past hang_timeout_s: faulthandler writes every thread's stack there,
+    # and the text-log reader reads it back as stack dumps; the Flight Recorder environment
+    # points torch's dumps at the same folder
+    code = (
+        "import os, sys, time, torch\n"
+        "from autopsy.capture import Recorder, enable_flight_recorder\n"
+        "out = sys.argv[1]\n"
+        "folder = enable_flight_recorder(out)\n"
+        "print(os.environ['TORCH_FR_DUMP_TEMP_FILE'], os.environ['TORCH_FR_BUFFER_SIZE'])\n"
+        "model = torch.nn.Linear(2, 2)\n"
+        "rec = Recorder(out, model, None, hang_timeout_s=0.5)\n"
+        "def load_batch():\n"
+        "    time.sleep(1.3)\n"
+        "load_batch()\n"
+        "rec.close()\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60, check=True)
+    prefix, size = done.stdout.split()
+    assert prefix == str(tmp_path / "autopsy-capture" / "nccl_trace_rank_") and size == "2000"
+    stacks = (tmp_path / "autopsy-capture" / "stacks_rank0.log").read_text()
+    assert "load_batch" in stacks
+    run = autopsy.load_run(tmp_path)
+    dumps = run.events[run.events["kind"] == "stack_dump"]
+    assert len(dumps) and any(f["function"] == "load_batch"
+                              for d in dumps["details"] for f in d["frames"])
