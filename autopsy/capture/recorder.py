@@ -3,11 +3,12 @@
 Per step the recorder keeps (:class:`Entry`): the loss (a detached tensor, or the float the
 loop already has), the learning rate of each parameter group, the loss scale when a
 ``GradScaler`` is given, the step time, the batch ids and the shapes and dtypes of the batch's
-tensors. Every ``check_every`` steps on an accelerator (every step on the CPU, where nothing
-waits) it norms the gradients (one ``torch._foreach_norm``) and reads the pending entries
-together: one host synchronisation and one pass over the gradients per check, nothing else
-per step. The statistics of the batch's values (min,
-max, non-finite count) are computed for the bundle only.
+tensors. Every ``check_every`` steps it norms the gradients (one ``torch._foreach_norm``, the
+one cost that grows with the model), and on an accelerator reads the pending entries
+together: one host synchronisation per ``check_every`` steps, nothing else per step. Values
+already on the host (a CPU run, a loss passed as a float) are judged at every step. The
+statistics of the batch's values (min, max, non-finite count) are computed for the bundle
+only.
 
 On the first entry whose loss or gradient norm is not finite, or an exception inside
 :meth:`Recorder.guard`, the recorder writes ``<out_dir>/autopsy-capture/step_<N>/``:
@@ -138,12 +139,12 @@ class Recorder:
         model: the model (its modules are probed, its gradients normed).
         optimizer: its learning rates are recorded (optional).
         keep_steps: how many steps the ring keeps.
-        check_every: on an accelerator, read the pending steps (and norm the gradients)
-            every this many steps: one host synchronisation and one pass over the gradients
-            per ``check_every`` steps (default 10). Values already on the host (a CPU run, a
-            loss the loop passes as a float) are checked at every step. A step checked at
-            once is probed on the weights that made it; a later check finds the optimizer
-            has applied it (reported as such).
+        check_every: norm the gradients every this many steps, and on an accelerator read
+            the pending steps then: one pass over the gradients and one host
+            synchronisation per ``check_every`` steps (default 10). A loss already on the
+            host (a CPU run, a float) is judged at every step. A step judged at once is
+            probed on the weights that made it; one found at a later check has had the
+            optimizer apply it (reported as such). 1: everything at every step.
         on_nan: ``"stop"`` raises :class:`NonFiniteStep` after the bundle, ``"continue"``
             returns.
         num_classes: the label range (``model.config.num_labels`` or ``vocab_size`` when not
@@ -179,6 +180,7 @@ class Recorder:
         self.forward, self.loss_fn = forward, loss_fn
         self.max_batch_bytes = max_batch_bytes
         self.check_grads = check_grads
+        self._since_norm = 0
         self.rank = int(os.environ.get("RANK", "0") or 0)
         self.steps = 0
         self.bundles: list[Path] = []
@@ -270,12 +272,15 @@ class Recorder:
         scale = self.scaler.get_scale() if self.scaler is not None and hasattr(
             self.scaler, "get_scale") else None
         loss_kept = loss.detach() if isinstance(loss, torch.Tensor) else loss  # None: grads only
-        # the gradient norm (a pass over every gradient) at the steps that are checked only;
-        # the batch's shapes per step, its values' statistics only in a bundle
-        checked = self._due(loss, len(self.pending) + 1)
+        # the batch's shapes per step; its values' statistics only in a bundle
+        # the gradient norm (a pass over every gradient) every ``check_every`` steps, or at
+        # every step when the loss is not given (a callback that only sees the gradients)
+        self._since_norm += 1
+        norm = self.check_grads and (loss is None or self._since_norm >= self.check_every)
+        if norm:
+            self._since_norm = 0
         entry = Entry(step=n, loss=loss_kept,
-                      grad_norm=_grad_norm(self.model) if checked and self.check_grads
-                      else None, lr=lr,
+                      grad_norm=_grad_norm(self.model) if norm else None, lr=lr,
                       loss_scale=scale, step_time=now - self._last, batch_ids=_ids(batch_ids),
                       tensors={k: {"shape": list(t.shape),
                                    "dtype": str(t.dtype).replace("torch.", "")}
