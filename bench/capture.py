@@ -68,6 +68,28 @@ def run(kind: str, width: int, batch: int, steps: int, device: str,
     return steps / seconds
 
 
+def own_time(kind: str, width: int, batch: int, device: str, calls: int = 500) -> float:
+    """Milliseconds of one ``rec.step`` call at the default settings, timed alone (the
+    end-to-end difference is within the run-to-run noise of a shared machine)."""
+    torch.manual_seed(0)
+    model = _model(kind, width).to(device)
+    shape = (batch, 16, width) if kind == "transformer" else (batch, width)
+    x, y = torch.randn(*shape, device=device), torch.randint(0, 10, (batch,), device=device)
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    with tempfile.TemporaryDirectory() as out:
+        rec = Recorder(out, model, opt)
+        t0 = time.perf_counter()
+        for i in range(calls):
+            rec.step(loss, batch=(x, y), batch_ids=range(i * batch, (i + 1) * batch))
+        if device == "cuda":
+            torch.cuda.synchronize()
+        seconds = time.perf_counter() - t0
+        rec.close()
+    return seconds / calls * 1000
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=["mlp", "transformer"], default="mlp")
@@ -86,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, rec in configs.items():
             rates[name].append(run(ns.model, ns.width, ns.batch, ns.steps, ns.device, rec))
     base = statistics.median(rates["without the recorder"])
+    own = own_time(ns.model, ns.width, ns.batch, ns.device)
     dev = torch.cuda.get_device_name() if ns.device == "cuda" else platform.processor() or "CPU"
     lines = [
         f"`python bench/capture.py --model {ns.model} --width {ns.width} --batch {ns.batch} "
@@ -97,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|",
         *[f"| {name} | {statistics.median(r):.1f} | "
           f"{(base / statistics.median(r) - 1) * 100:+.1f}% |" for name, r in rates.items()],
+        "",
+        f"The recorder's own time, `rec.step` timed alone at the defaults: {own:.3f} ms a "
+        f"step, {own / (1000 / base) * 100:.1f}% of a step of this loop ({1000 / base:.1f} ms). "
+        "The end-to-end rows differ by about as much as runs of the same loop do on a shared "
+        "machine (a few percent).",
     ]
     body = "\n".join(lines)
     print(body)
