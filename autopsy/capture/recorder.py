@@ -70,11 +70,13 @@ class Entry:
     lr: list[float] = field(default_factory=list)
     loss_scale: Any = None
     step_time: float | None = None
-    batch_ids: list[Any] | None = None
+    batch_ids: Any = None  # as given (a device tensor stays there until read)
     tensors: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def read(self) -> None:
         """Bring the kept tensors to the host (one synchronisation for the entry)."""
+        if self.batch_ids is not None and not isinstance(self.batch_ids, list):
+            self.batch_ids = _ids(self.batch_ids)
         self.loss = _scalar(self.loss)
         self.grad_norm = _scalar(self.grad_norm)
         self.loss_scale = _scalar(self.loss_scale)
@@ -281,7 +283,9 @@ class Recorder:
             self._since_norm = 0
         entry = Entry(step=n, loss=loss_kept,
                       grad_norm=_grad_norm(self.model) if norm else None, lr=lr,
-                      loss_scale=scale, step_time=now - self._last, batch_ids=_ids(batch_ids),
+                      loss_scale=scale, step_time=now - self._last,
+                      batch_ids=batch_ids.detach() if isinstance(batch_ids, torch.Tensor)
+                      else batch_ids,
                       tensors={k: {"shape": list(t.shape),
                                    "dtype": str(t.dtype).replace("torch.", "")}
                                for k, t in named_tensors(batch)})

@@ -19,6 +19,13 @@ def _ids(rows: list[int], batch_ids: list[Any] | None) -> list[Any]:
     return [batch_ids[r] for r in rows if 0 <= r < len(batch_ids)] or rows
 
 
+def _short(ids: Any) -> str:
+    """A list of ids, the middle elided past 8 (``[288, 289, ..., 319] (32 ids)``)."""
+    if not isinstance(ids, list) or len(ids) <= 8:
+        return str(ids)
+    return f"[{', '.join(map(str, ids[:3]))}, ..., {ids[-1]}] ({len(ids)} ids)"
+
+
 def _stats(s: Any) -> str:
     if not isinstance(s, dict):
         return "?"
@@ -71,7 +78,7 @@ def captured_first_bad_module(run: Run, ctx: RuleContext) -> Finding | None:
     data = d.get("data") if isinstance(d.get("data"), dict) else {}
     batch_ids = d.get("batch_ids") if isinstance(d.get("batch_ids"), list) else None
     evidence = [Evidence(summary=f"step {step}: loss {d.get('loss')}, grad norm "
-                                 f"{d.get('grad_norm')}; batch ids {batch_ids}",
+                                 f"{d.get('grad_norm')}; batch ids {_short(batch_ids)}",
                          source=str(row["source"]))]
     cause = None
     what = []
@@ -114,7 +121,8 @@ def captured_first_bad_module(run: Run, ctx: RuleContext) -> Finding | None:
     data_text = ("; the data was bad: " + "; ".join(what)) if what else (
         "; the inputs and labels were valid" if data else "")
     return ctx.finding(
-        message=f"step {step} went non-finite (batch ids {batch_ids}): {found}{data_text}.",
+        message=f"step {step} went non-finite (batch ids {_short(batch_ids)}): "
+                f"{found}{data_text}.",
         severity=Severity.CRITICAL, confidence=ctx["confidence"], cause=cause,
         step=step if isinstance(step, int) else None,
         ranks=() if pd.isna(row["rank"]) or int(row["rank"]) == 0 else (int(row["rank"]),),
