@@ -17,7 +17,8 @@ On the first entry whose loss or gradient norm is not finite, or an exception in
   inputs, labels out of range) and the probe's result;
 * ``ring.json``: the last ``keep_steps`` entries;
 * ``batch.pt``: the batch's tensors (CPU copies, ``torch.save``), up to ``max_batch_bytes``;
-* ``rng.pt``: the RNG states (torch, CUDA, Python, NumPy) at the dump.
+* ``rng.pt``: the RNG states (torch, CUDA, Python, NumPy) at the dump;
+* ``data_position.pt``: the loader's ``state_dict()`` when it keeps one (``loader=``).
 
 The **probe** runs the batch once more with a forward hook on every module (no optimizer
 step; the gradients, the RNG states and the train/eval mode are restored after it): the first
@@ -161,6 +162,10 @@ class Recorder:
             capture folder if a step takes longer than this (re-armed at each step).
         check_grads: judge the gradient norm too (False under fp16 loss scaling, where a
             non-finite gradient is the scaler's business: the step is skipped).
+        loader: the training DataLoader, for the data position in the bundle: its
+            ``state_dict()`` where it has one (torchdata's ``StatefulDataLoader``) goes to
+            ``data_position.pt``; a sampler's ``epoch`` (``DistributedSampler``) to
+            ``meta.json``.
     """
 
     def __init__(self, out_dir: str | os.PathLike[str], model: torch.nn.Module,
@@ -169,7 +174,7 @@ class Recorder:
                  forward: Callable[[Any], Any] | None = None,
                  loss_fn: Callable[[Any, Any], Any] | None = None, scaler: Any = None,
                  max_batch_bytes: int = 64 << 20, hang_timeout_s: float | None = None,
-                 check_grads: bool = True) -> None:
+                 check_grads: bool = True, loader: Any = None) -> None:
         if on_nan not in ("stop", "continue"):
             raise ValueError("on_nan must be 'stop' or 'continue'")
         self.root = Path(out_dir) / BUNDLE_DIR
@@ -182,6 +187,7 @@ class Recorder:
         self.forward, self.loss_fn = forward, loss_fn
         self.max_batch_bytes = max_batch_bytes
         self.check_grads = check_grads
+        self.loader = loader
         self._since_norm = 0
         self.rank = int(os.environ.get("RANK", "0") or 0)
         self.steps = 0
@@ -325,6 +331,7 @@ class Recorder:
                                 "error": error, "torch": torch.__version__,
                                 "data": data_checks(batch, self.num_classes)}
         _save_rng(folder / "rng.pt")
+        meta["data_position"] = _save_position(self.loader, folder / "data_position.pt")
         meta["batch_saved"] = _save_batch(batch, folder / "batch.pt", self.max_batch_bytes)
         if batch is not None and error is None:
             try:
@@ -417,6 +424,23 @@ def _save_rng(path: Path) -> None:
 
         state["numpy"] = np.random.get_state()
     torch.save(state, path, pickle_protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _save_position(loader: Any, path: Path) -> dict[str, Any] | None:
+    """Where the data stood: the loader's own state when it keeps one, else the sampler's
+    epoch (None: nothing known)."""
+    if loader is None:
+        return None
+    state_dict = getattr(loader, "state_dict", None)
+    if callable(state_dict):
+        try:
+            torch.save(state_dict(), path)
+            return {"saved": path.name, "from": type(loader).__name__}
+        except Exception as exc:  # a loader that cannot say: recorded, never fatal
+            return {"error": f"{type(exc).__name__}: {exc}"}
+    sampler = getattr(loader, "sampler", None)
+    epoch = getattr(sampler, "epoch", None)
+    return {"epoch": epoch, "from": type(sampler).__name__} if isinstance(epoch, int) else None
 
 
 def _save_batch(batch: Any, path: Path, cap: int) -> bool:

@@ -3,9 +3,9 @@
 ``meta.json`` (the step, the batch ids, the error, the data checks and the probe's first bad
 module) becomes a ``nan_loss`` event at that step (a ``traceback`` event when an error ended
 the step), its details the whole record; ``ring.json`` (the last steps: loss, grad norm,
-learning rates, loss scale, step time) becomes scalars. ``batch.pt`` and ``rng.pt`` are
-claimed and never loaded (they are pickles: the batch is for the user to load). Both JSON
-files are read whole up to :data:`MAX_JSON_BYTES`.
+learning rates, loss scale, step time) becomes scalars. ``batch.pt``, ``rng.pt`` and
+``data_position.pt`` are claimed and never loaded (they are pickles: the batch is for the
+user to load). Both JSON files are read whole up to :data:`MAX_JSON_BYTES`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ FORMATS = (
 )
 #: The largest meta.json / ring.json read (the recorder writes kilobytes).
 MAX_JSON_BYTES = 16 << 20
-_FILES = ("meta.json", "ring.json", "batch.pt", "rng.pt")
+_FILES = ("meta.json", "ring.json", "batch.pt", "rng.pt", "data_position.pt")
 
 
 def sniff(path: Path) -> bool:

@@ -171,3 +171,25 @@ def test_hang_evidence_goes_into_the_capture_folder(tmp_path: Path) -> None:
     dumps = run.events[run.events["kind"] == "stack_dump"]
     assert len(dumps) and any(f["function"] == "load_batch"
                               for d in dumps["details"] for f in d["frames"])
+
+
+def test_the_data_position_of_a_stateful_loader_is_saved(tmp_path: Path) -> None:
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    x, y = _data(poison=37)
+    loader = StatefulDataLoader(torch.utils.data.TensorDataset(x, y, torch.arange(64)),
+                                batch_size=8)
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    rec = Recorder(tmp_path, model, opt, num_classes=3, loader=loader)
+    with pytest.raises(NonFiniteStep) as info:
+        for xb, yb, ids in loader:
+            loss = nn.functional.cross_entropy(model(xb), yb)
+            loss.backward()
+            rec.step(loss, batch=(xb, yb), batch_ids=ids)
+            opt.step()
+            opt.zero_grad()
+    meta = json.loads((info.value.bundle / "meta.json").read_text())
+    assert meta["data_position"] == {"saved": "data_position.pt", "from": "StatefulDataLoader"}
+    state = torch.load(info.value.bundle / "data_position.pt", weights_only=False)
+    assert state["_num_yielded"] == 5  # the bad batch was the fifth the loader gave
