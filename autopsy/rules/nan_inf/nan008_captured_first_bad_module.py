@@ -13,7 +13,10 @@ from autopsy.rules.nan_inf.thresholds import NAN008
 from autopsy.rules.registry import rule
 
 
-def _ids(rows: list[int], batch_ids: list[Any] | None) -> list[Any]:
+def _ids(rows: Any, batch_ids: list[Any] | None) -> list[Any]:
+    """The batch ids of rows of the batch (the rows themselves without ids)."""
+    rows = [r for r in rows if isinstance(r, int) and not isinstance(r, bool)] \
+        if isinstance(rows, list) else []
     if not batch_ids:
         return rows
     return [batch_ids[r] for r in rows if 0 <= r < len(batch_ids)] or rows
@@ -82,8 +85,12 @@ def captured_first_bad_module(run: Run, ctx: RuleContext) -> Finding | None:
                          source=str(row["source"]))]
     cause = None
     what = []
-    bad_inputs = data.get("nonfinite_inputs") or {}
-    bad_labels = data.get("labels_out_of_range") or {}
+    bad_inputs = data.get("nonfinite_inputs") if isinstance(
+        data.get("nonfinite_inputs"), dict) else {}
+    bad_labels = data.get("labels_out_of_range") if isinstance(
+        data.get("labels_out_of_range"), dict) else {}
+    bad_inputs = {k: v for k, v in bad_inputs.items() if isinstance(v, dict)}
+    bad_labels = {k: v for k, v in bad_labels.items() if isinstance(v, dict)}
     for name, info in bad_inputs.items():
         ids = _ids(info.get("rows", []), batch_ids)
         what.append(f"input {name} holds {info.get('count')} non-finite value(s) in "
@@ -99,7 +106,7 @@ def captured_first_bad_module(run: Run, ctx: RuleContext) -> Finding | None:
     if module:
         where = probe.get("where")
         if where == "forward":
-            out = probe.get("output") or {}
+            out = probe.get("output") if isinstance(probe.get("output"), dict) else {}
             ids = _ids(out.get("nonfinite_rows", []), batch_ids)
             evidence.append(Evidence(summary=f"module {module} ({probe.get('type')}): input "
                                              f"{_stats(probe.get('input'))}; output "
