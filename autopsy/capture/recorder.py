@@ -1,7 +1,8 @@
 """The recorder: a ring of the last steps, and a bundle on the first non-finite one.
 
 Per step the recorder keeps (:class:`Entry`): the loss (a detached tensor, or the float the
-loop already has), the learning rate of each parameter group, the loss scale when a
+loop already has), the gradient norm, total and per parameter group, at the checked steps,
+the learning rate of each parameter group, the loss scale when a
 ``GradScaler`` is given, the step time, the batch ids and the shapes and dtypes of the batch's
 tensors. Every ``check_every`` steps it norms the gradients (one ``torch._foreach_norm``, the
 one cost that grows with the model), and on an accelerator reads the pending entries
@@ -68,6 +69,7 @@ class Entry:
     step: int
     loss: Any
     grad_norm: Any = None
+    group_grad_norms: list[Any] = field(default_factory=list)  # per optimizer param group
     lr: list[float] = field(default_factory=list)
     loss_scale: Any = None
     step_time: float | None = None
@@ -80,6 +82,7 @@ class Entry:
             self.batch_ids = _ids(self.batch_ids)
         self.loss = _scalar(self.loss)
         self.grad_norm = _scalar(self.grad_norm)
+        self.group_grad_norms = [_scalar(g) for g in self.group_grad_norms]
         self.loss_scale = _scalar(self.loss_scale)
         for stats in self.tensors.values():
             for k in ("min", "max", "nonfinite"):
@@ -257,8 +260,15 @@ class Recorder:
                 self._dump(entry, batch, error=f"{type(exc).__name__}: {exc}")
             raise
 
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
-        """Read what is pending and disarm the hang watchdog."""
+        """Read what is pending and disarm the hang watchdog (``with Recorder(...) as rec:``
+        does it at the end of the block)."""
         if self.pending:
             with contextlib.suppress(NonFiniteStep):
                 self.check()
@@ -287,8 +297,8 @@ class Recorder:
         norm = self.check_grads and (loss is None or self._since_norm >= self.check_every)
         if norm:
             self._since_norm = 0
-        entry = Entry(step=n, loss=loss_kept,
-                      grad_norm=_grad_norm(self.model) if norm else None, lr=lr,
+        total, groups = _grad_norms(self.model, self.optimizer) if norm else (None, [])
+        entry = Entry(step=n, loss=loss_kept, grad_norm=total, group_grad_norms=groups, lr=lr,
                       loss_scale=scale, step_time=now - self._last,
                       batch_ids=batch_ids.detach() if isinstance(batch_ids, torch.Tensor)
                       else batch_ids,
@@ -370,13 +380,21 @@ def _num_classes(model: torch.nn.Module) -> int | None:
     return None
 
 
-def _grad_norm(model: torch.nn.Module) -> Any:
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    if not grads:
-        return None
+def _grad_norms(model: torch.nn.Module, optimizer: Any) -> tuple[Any, list[Any]]:
+    """The total gradient norm and one per optimizer parameter group (device tensors; one
+    ``torch._foreach_norm`` over every gradient)."""
+    params = [p for p in model.parameters() if p.grad is not None]
+    if not params:
+        return None, []
     with torch.no_grad():
-        norms = torch._foreach_norm(grads)
-        return torch.linalg.vector_norm(torch.stack([n.float() for n in norms]))
+        norms = torch._foreach_norm([p.grad for p in params])
+        of = {id(p): n.float() for p, n in zip(params, norms, strict=True)}
+        total = torch.linalg.vector_norm(torch.stack(list(of.values())))
+        groups = []
+        for group in getattr(optimizer, "param_groups", None) or []:
+            mine = [of[id(p)] for p in group.get("params", []) if id(p) in of]
+            groups.append(torch.linalg.vector_norm(torch.stack(mine)) if mine else None)
+    return total, groups
 
 
 def data_checks(batch: Any, num_classes: int | None) -> dict[str, Any]:

@@ -193,3 +193,20 @@ def test_the_data_position_of_a_stateful_loader_is_saved(tmp_path: Path) -> None
     assert meta["data_position"] == {"saved": "data_position.pt", "from": "StatefulDataLoader"}
     state = torch.load(info.value.bundle / "data_position.pt", weights_only=False)
     assert state["_num_yielded"] == 5  # the bad batch was the fifth the loader gave
+
+
+def test_group_grad_norms_and_the_context_manager(tmp_path: Path) -> None:
+    model = _model()
+    opt = torch.optim.SGD([{"params": model[0].parameters()},
+                           {"params": [p for m in list(model)[1:] for p in m.parameters()]}],
+                          lr=0.01)
+    x, y = _data(poison=None)
+    with Recorder(tmp_path, model, opt, check_every=1) as rec:
+        loss = nn.functional.cross_entropy(model(x[:8]), y[:8])
+        loss.backward()
+        rec.step(loss, batch=(x[:8], y[:8]))
+    (entry,) = rec.ring
+    first = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model[0].parameters()]))
+    assert entry.group_grad_norms[0] == pytest.approx(float(first), rel=1e-5)
+    assert entry.grad_norm == pytest.approx(
+        (entry.group_grad_norms[0] ** 2 + entry.group_grad_norms[1] ** 2) ** 0.5, rel=1e-5)
