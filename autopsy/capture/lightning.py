@@ -62,6 +62,7 @@ class LightningCallback(pl.Callback):
             entry.read()
             if not entry.finite and not self.recorder.bundles:
                 self.recorder.pending.append(entry)
+                self.recorder._batches[entry.step] = self._batch
                 self.recorder.check()
         else:
             self.recorder.step(loss, batch=batch, batch_ids=self._ids(batch),

@@ -191,6 +191,7 @@ class Recorder:
         self.max_batch_bytes = max_batch_bytes
         self.check_grads = check_grads
         self.loader = loader
+        self._batches: dict[int, Any] = {}  # the batches of the pending steps
         self._since_norm = 0
         self.rank = int(os.environ.get("RANK", "0") or 0)
         self.steps = 0
@@ -209,10 +210,7 @@ class Recorder:
         entry = self._entry(loss, batch, batch_ids, step)
         self.ring.append(entry)
         self.pending.append(entry)
-        self._batches = getattr(self, "_batches", {})
-        self._batches[entry.step] = batch
-        if len(self._batches) > self.check_every:
-            self._batches.pop(min(self._batches))
+        self._batches[entry.step] = batch  # until the entry is checked (then released)
         if not self._due(loss, len(self.pending)):
             return None
         return self.check()
@@ -232,12 +230,13 @@ class Recorder:
     def check(self) -> Path | None:
         """Read the pending steps now; dump the first non-finite one."""
         pending, self.pending = self.pending, []
+        batches, self._batches = self._batches, {}
         for e in pending:
             e.read()
         bad = next((e for e in pending if not e.finite), None)
         if bad is None or self.bundles:
             return None
-        batch = getattr(self, "_batches", {}).get(bad.step)
+        batch = batches.get(bad.step)
         bundle = self._dump(bad, batch, error=None)
         if self.on_nan == "stop":
             raise NonFiniteStep(bad.step, bundle)
