@@ -31,7 +31,8 @@ DTYPES: dict[str, str] = {
 
 
 _PAST_END = "tensor "  # problems about tensors past the end start so; grouped when many
-#: More tensors past the end of the file than this are reported in one line.
+#: More problems of one kind than this (tensors past the end of the file, overlapping
+#: tensors, bad entries) are reported in one line: a count and the first ones.
 MAX_LISTED = 5
 
 
@@ -45,8 +46,8 @@ def _group_past_end(problems: list[str], size: int, base: int, end: int) -> list
     line = (f"{len(past)} tensors lie past the end of the file (truncated: the data holds "
             f"{max(0, size - base):,} of the {end:,} bytes the header describes): {shown} "
             f"and {len(past) - MAX_LISTED} more")
-    kept = [p for p in problems if p not in set(past)]
-    return [line, *kept]
+    gone = set(past)
+    return [line, *(p for p in problems if p not in gone)]
 
 
 @dataclass
@@ -134,6 +135,16 @@ def _entry(key: str, entry: Any, name: str, base: int, size: int,
     return TensorInfo(dtype, tuple(shape), name, data_offset, nbytes), (begin, end)
 
 
+def _capped(problems: list[str], what: str) -> list[str]:
+    """``problems`` as they are, or the first :data:`MAX_LISTED` and a count: a header of
+    50,000 entries that all overlap is one finding, not 50,000 lines (the report stays the
+    size of what a reader can use)."""
+    if len(problems) <= MAX_LISTED:
+        return problems
+    return [f"{len(problems):,} {what}; the first {MAX_LISTED}: "
+            + "; ".join(problems[:MAX_LISTED])]
+
+
 def read_safetensors_meta(path: str | os.PathLike[str]) -> SafetensorsMeta:
     """Describe every tensor of a safetensors file from its header, and check its layout.
 
@@ -162,22 +173,26 @@ def read_safetensors_meta(path: str | os.PathLike[str]) -> SafetensorsMeta:
     elif raw_meta is not None:
         meta.problems.append("__metadata__ is not an object")
     ranges: list[tuple[int, int, str]] = []
+    entry_problems: list[str] = []
     for key, entry in header.items():
-        got = _entry(key, entry, name, base, size, meta.problems)
+        got = _entry(key, entry, name, base, size, entry_problems)
         if got is None:
             continue
         meta.tensors[key], span = got
         if span is not None:
             ranges.append((span[0], span[1], key))
-    ranges.sort()
+    ranges.sort()  # O(n log n): one pass over the sorted ranges finds every overlap
     last_end, last_key = 0, ""
+    overlaps: list[str] = []
     for begin, end, key in ranges:
         if begin < last_end and end > begin:
-            meta.problems.append(f"tensors {last_key} and {key} overlap (bytes {begin:,}.."
-                                 f"{min(end, last_end):,} of the data)")
+            overlaps.append(f"tensors {last_key} and {key} overlap (bytes {begin:,}.."
+                            f"{min(end, last_end):,} of the data)")
         if end > last_end:
             last_end, last_key = end, key
-    meta.problems = _group_past_end(meta.problems, size, base, last_end)
+    meta.problems += _capped(_group_past_end(entry_problems, size, base, last_end),
+                             "tensor entries have problems")
+    meta.problems += _capped(overlaps, "pairs of tensors overlap")
     if base + last_end < size:
         meta.problems.append(f"{size - base - last_end:,} bytes after the last tensor "
                              "that no tensor uses")

@@ -155,3 +155,25 @@ def test_a_fifo_in_a_checkpoint_is_named_for_what_it_is(tmp_path) -> None:
     opt = next(c for c in report.picked.components if c.name == "optimizer")
     assert opt.status.value == "corrupt"
     assert any("not a regular file" in p for p in report.picked.problems)
+
+
+def test_fifty_thousand_overlapping_safetensors_entries_are_one_problem(tmp_path: Path) -> None:
+    # a 3 MB header whose 50,000 entries all point at the same 4 bytes (issue 19): one
+    # counted problem with examples, not a line per pair (the report was 99 MB)
+    import json
+    import struct
+
+    from autopsy.formats.safetensors import MAX_LISTED, read_safetensors_meta
+
+    n = 50_000
+    header = json.dumps({f"t{i}": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}
+                         for i in range(n)}).encode()
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 4)
+    meta = read_safetensors_meta(path)
+    overlaps = [p for p in meta.problems if "overlap" in p]
+    assert len(overlaps) == 1 and overlaps[0].startswith(f"{n - 1:,} pairs of tensors overlap")
+    assert overlaps[0].count(" overlap (bytes") == MAX_LISTED
+    report = audit_path(path)
+    assert not report.resumable
+    assert sum(len(p) for c in report.checkpoints for p in c.problems) < 10_000
