@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -59,3 +59,17 @@ def empty_events() -> pd.DataFrame:
     import pandas as pd
 
     return pd.DataFrame({c: pd.Series(dtype=t) for c, t in EVENT_COLUMNS.items()})
+
+
+def events_frame(rows: list[list[Any]]) -> pd.DataFrame:
+    """An events frame from rows in the order of :data:`EVENT_COLUMNS` (empty rows: an empty
+    frame with the right dtypes)."""
+    import pandas as pd
+
+    if not rows:
+        return empty_events()
+    frame = pd.DataFrame(rows, columns=list(EVENT_COLUMNS))
+    for col, dtype in EVENT_COLUMNS.items():
+        if col != "details":
+            frame[col] = frame[col].astype(dtype)
+    return frame

@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from autopsy.model.events import events_frame
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart
 from autopsy.readers.registry import Format
@@ -67,15 +68,7 @@ def read_group(paths: list[Path], rels: list[str]) -> RunPart:
             for entry in ring if isinstance(ring, list) else []:
                 points.extend(_points(entry, rel))
     if events:
-        import pandas as pd
-
-        from autopsy.model.events import EVENT_COLUMNS
-
-        frame = pd.DataFrame(events, columns=list(EVENT_COLUMNS))
-        for col, dtype in EVENT_COLUMNS.items():
-            if col != "details":
-                frame[col] = frame[col].astype(dtype)
-        part.events = frame
+        part.events = events_frame(events)
     if points:
         from autopsy.model.scalars import make_scalars
 

@@ -40,6 +40,7 @@ from autopsy.formats.fr_dump import (
     rank_of,
     read_dump,
 )
+from autopsy.model.events import events_frame
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
 from autopsy.readers.registry import Format
@@ -95,7 +96,7 @@ def read_group(paths: list[Path], rels: list[str]) -> RunPart:
     for pg in sorted({e.pg for d, _ in dumps.values() for e in d.entries}):
         rows.extend(_match_group(pg, dumps, part.problems))
     if rows:
-        part.events = _frame(rows)
+        part.events = events_frame(rows)
     return part
 
 
@@ -204,15 +205,3 @@ def _wall(e: Entry) -> float:
 
 def _short(ranks: list[int]) -> str:
     return str(ranks) if len(ranks) <= 8 else f"[{', '.join(map(str, ranks[:8]))}, ...]"
-
-
-def _frame(rows: list[list[Any]]) -> Any:
-    import pandas as pd
-
-    from autopsy.model.events import EVENT_COLUMNS
-
-    frame = pd.DataFrame(rows, columns=list(EVENT_COLUMNS))
-    for col, dtype in EVENT_COLUMNS.items():
-        if col != "details":
-            frame[col] = frame[col].astype(dtype)
-    return frame

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from autopsy.model.config import ConfigValue
+from autopsy.model.events import events_frame
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
 from autopsy.readers.registry import Format
@@ -427,21 +428,13 @@ def _status(run: _Run, part: RunPart) -> None:
     part.config.append(ConfigValue("mlflow.run_id", run.run_id, run.rel))
     part.config.append(ConfigValue("mlflow.status", run.status, run.rel))
     if run.status in FAILED_STATUSES:
-        import pandas as pd
-
-        from autopsy.model.events import EVENT_COLUMNS
-
         last = None
         if part.scalars is not None and len(part.scalars):
             last = int(part.scalars["step"].max())
         row = [None, run.end / 1000.0 if math.isfinite(run.end) else math.nan, last, "exit",
                f"the MLflow run {run.run_id} ended with status {run.status}", run.rel, None,
                {"status": run.status, "who": "mlflow"}]
-        frame = pd.DataFrame([row], columns=list(EVENT_COLUMNS))
-        for col, dtype in EVENT_COLUMNS.items():
-            if col != "details":
-                frame[col] = frame[col].astype(dtype)
-        part.events = frame
+        part.events = events_frame([row])
     elif run.status == "RUNNING" and not math.isfinite(run.end):
         part.problems.append(Problem(
             run.rel, "the run's status is still RUNNING with no end time: its process was "

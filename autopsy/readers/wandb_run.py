@@ -47,6 +47,7 @@ from typing import Any
 from autopsy.formats.leveldblog import IDENT, LogDamage, NotALevelDBLog, records
 from autopsy.formats.protowire import FIXED64, LEN, VARINT, WireError, fields, varint
 from autopsy.model.config import ConfigValue
+from autopsy.model.events import events_frame
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
 from autopsy.readers.registry import Format
@@ -178,20 +179,8 @@ def read_group(paths: list[Path], rels: list[str]) -> RunPart:
 
         part.scalars = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     if events:
-        part.events = _events_frame(events)
+        part.events = events_frame(events)
     return part
-
-
-def _events_frame(rows: list[list[Any]]) -> Any:
-    import pandas as pd
-
-    from autopsy.model.events import EVENT_COLUMNS
-
-    frame = pd.DataFrame(rows, columns=list(EVENT_COLUMNS))
-    for col, dtype in EVENT_COLUMNS.items():
-        if col != "details":
-            frame[col] = frame[col].astype(dtype)
-    return frame
 
 
 def _mtime(path: Path) -> float:
@@ -349,26 +338,13 @@ def _fast_items(buf: bytes, a: int, b: int, names: dict[bytes, str]
 def _history(buf: bytes, a: int, b: int, hist: _History) -> None:
     """HistoryRecord: item (1) of key (1) / nested_key (2) and a value (number 6, integer 5,
     value_json 16); step (2) holds num (1)."""
-    own = wandb_step = -1
-    wall = math.nan
-    points: list[tuple[str, float]] = []
+    wandb_step = -1
     fast = _fast_items(buf, a, b, hist.decoded)
     if fast is not None:
         items, wandb_step = fast
-        for name, value in items:
-            if value is None or not name:
-                continue
-            if name == "_step":
-                wandb_step = int(value) if math.isfinite(value) else wandb_step
-            elif name == "_timestamp":
-                wall = value
-            elif name in STEP_KEYS:
-                if math.isfinite(value) and own < 0:
-                    own = int(value)
-            elif not name.startswith("_"):
-                points.append((name, value))
-        _add_row(hist, points, wandb_step, own, wall)
+        _add_row(hist, items, wandb_step)
         return
+    items: list[tuple[str, float | None]] = []
     for num, wire, s, e in fields(buf, a, b):
         if num == 2 and wire == LEN:
             for n, w, s2, _ in fields(buf, s, e):
@@ -390,7 +366,16 @@ def _history(buf: bytes, a: int, b: int, hist: _History) -> None:
                 value = float((z >> 1) ^ -(z & 1))
             elif n == 16 and w == LEN:
                 value = _number(buf, s2, e2)  # None: a string, a bool, media, a table
-        name = key or ".".join(nested)  # W&B shows a nested dict as a.b
+        items.append((key or ".".join(nested), value))  # W&B shows a nested dict as a.b
+    _add_row(hist, items, wandb_step)
+
+
+def _add_row(hist: _History, items: list[tuple[str, float | None]], wandb_step: int) -> None:
+    """One history row from its items: ``_step``, ``_timestamp`` and the trainer's step key
+    set the row; the other keys not starting with ``_`` are its points."""
+    own, wall = -1, math.nan
+    points: list[tuple[str, float]] = []
+    for name, value in items:
         if value is None or not name:
             continue
         if name == "_step":
@@ -402,11 +387,6 @@ def _history(buf: bytes, a: int, b: int, hist: _History) -> None:
                 own = int(value)
         elif not name.startswith("_"):
             points.append((name, value))
-    _add_row(hist, points, wandb_step, own, wall)
-
-
-def _add_row(hist: _History, points: list[tuple[str, float]], wandb_step: int, own: int,
-             wall: float) -> None:
     if not points:
         return
     row = len(hist.rows_wandb)

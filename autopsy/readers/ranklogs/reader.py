@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autopsy.model.events import EVENT_COLUMNS, empty_events
+from autopsy.model.events import events_frame
 from autopsy.model.problem import Problem
 from autopsy.model.scalars import empty_scalars, make_scalars
 from autopsy.readers.base import RunPart
@@ -140,7 +140,7 @@ def read_group(paths: list[Path], rels: list[str]) -> RunPart:
         rows.extend(result.events)
         problems.extend(result.problems)
     problems.extend(gather.problems())
-    return RunPart(scalars=gather.frame(), events=_events(rows), problems=problems)
+    return RunPart(scalars=gather.frame(), events=events_frame(rows), problems=problems)
 
 
 def _size(path: Path) -> int:
@@ -334,15 +334,3 @@ def _trim_heap() -> None:
     if trim is not None:
         trim(0)
 
-
-def _events(rows: list[Any]) -> pd.DataFrame:
-    import pandas as pd
-
-    if not rows:
-        return empty_events()
-    cols = list(EVENT_COLUMNS)
-    frame = pd.DataFrame(rows, columns=cols)
-    for col, dtype in EVENT_COLUMNS.items():
-        if col != "details":
-            frame[col] = frame[col].astype(dtype)
-    return frame
