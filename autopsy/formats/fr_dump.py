@@ -33,7 +33,7 @@ MAX_DUMP_BYTES = 256 << 20
 #: Dump versions written by the torch releases autopsy was checked against (2.2 to 2.13).
 KNOWN_VERSIONS = frozenset({"1.0", "1.1", "1.5", "1.6", "2.0", "2.1", "2.2", "2.3", "2.4",
                             "2.5", "2.6", "2.7", "2.8", "2.9", "2.10"})
-_RANK = re.compile(r"(\d+)(?:\.json|\.pkl|\.pickle)?$")
+_RANK = re.compile(r"(?<!\d)(\d{1,9})(?:\.json|\.pkl|\.pickle)?$")
 
 
 class DumpError(ValueError):
@@ -161,14 +161,17 @@ def _unpickle(path: Path) -> Any:
 def _ranks(value: Any) -> tuple[int, ...]:
     """``"[0, 1, 2]"`` (as torch writes it) or a list."""
     if isinstance(value, str):
-        return tuple(int(x) for x in re.findall(r"\d+", value))
+        return tuple(int(x) for x in re.findall(r"\d{1,9}", value))
     if isinstance(value, (list, tuple)):
-        return tuple(int(x) for x in value if isinstance(x, int))
+        return tuple(int(x) for x in value if isinstance(x, int) and 0 <= x < 1 << 31)
     return ()
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """An int of a dump's field, when it is one a real dump could hold (64-bit)."""
+    if isinstance(value, int) and not isinstance(value, bool) and -(1 << 63) <= value < 1 << 63:
+        return value
+    return None
 
 
 def _entry(raw: Any, dump: Dump) -> Entry | None:

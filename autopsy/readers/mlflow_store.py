@@ -33,6 +33,7 @@ from autopsy.model.config import ConfigValue
 from autopsy.model.events import events_frame
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
+from autopsy.readers.csvtable import MAX_STEP
 from autopsy.readers.registry import Format
 from autopsy.readers.selection import wanted
 
@@ -356,6 +357,9 @@ def _read_file_run(run: _Run, part: RunPart) -> None:
                         value = float(cells[1])
                         step = int(cells[2]) if len(cells) > 2 else 0
                     except (ValueError, IndexError):
+                        points.bad += 1
+                        continue
+                    if not -MAX_STEP <= step <= MAX_STEP:  # a step no run reaches: that line
                         points.bad += 1
                         continue
                     points.add(key, step, wall, value, source)

@@ -50,6 +50,7 @@ from autopsy.model.config import ConfigValue
 from autopsy.model.events import events_frame
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
+from autopsy.readers.csvtable import MAX_STEP
 from autopsy.readers.registry import Format
 from autopsy.readers.selection import wanted
 
@@ -379,18 +380,18 @@ def _add_row(hist: _History, items: list[tuple[str, float | None]], wandb_step: 
         if value is None or not name:
             continue
         if name == "_step":
-            wandb_step = int(value) if math.isfinite(value) else wandb_step
+            wandb_step = int(value) if abs(value) <= MAX_STEP else wandb_step  # (NaN: no)
         elif name == "_timestamp":
             wall = value
         elif name in STEP_KEYS:
-            if math.isfinite(value) and own < 0:
+            if abs(value) <= MAX_STEP and own < 0:
                 own = int(value)
         elif not name.startswith("_"):
             points.append((name, value))
     if not points:
         return
     row = len(hist.rows_wandb)
-    hist.rows_wandb.append(max(wandb_step, 0))
+    hist.rows_wandb.append(wandb_step if 0 <= wandb_step <= MAX_STEP else 0)
     hist.rows_own.append(own)
     hist.rows_wall.append(wall)
     for name, value in points:

@@ -34,9 +34,9 @@ MAX_STACK_LINES = 400
 
 FAULT_HEADER = re.compile(r"^(Current thread|Thread) (0x[0-9A-Fa-f]+)(?: \[([^\]]*)\])? "
                           r"\(most recent call first\):\s*$")
-_FAULT_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+) in (.+?)\s*$')
+_FAULT_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d{1,9}) in (.+?)\s*$')
 PYSPY_HEADER = re.compile(r'^Thread (\d+|0x[0-9A-Fa-f]+) \(([^)]*)\)(?:: "(.*)")?\s*$')
-_PYSPY_FRAME = re.compile(r"^\s{2,}(\S.*?) \((.+):(\d+)\)\s*$")
+_PYSPY_FRAME = re.compile(r"^\s{2,}(\S.*?) \((.+):(\d{1,9})\)\s*$")
 
 
 def parse_faulthandler(header: str, lines: Iterable[str]) -> dict[str, Any] | None:
