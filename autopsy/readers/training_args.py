@@ -11,8 +11,10 @@ as TRL's ``SFTConfig``) is emitted as ``training_args_class``.
 Config emitted (when present in the file): :data:`MAIN_KEYS`, then
 :data:`EXTRA_KEYS`. Enum values (``lr_scheduler_type``, ``optim``, strategies)
 become their string value (``"linear"``, ``"adamw_torch_fused"``); values that
-are neither plain data nor enums are not emitted. ``None`` is emitted for a main
-key (``max_grad_norm=None`` means no clipping) and left out for an extra one.
+are neither plain data nor enums are not emitted, nor are values that expand past
+:data:`~autopsy.formats.unpickle.MAX_PLAIN_NODES` (a ``value_too_large`` problem).
+``None`` is emitted for a main key (``max_grad_norm=None`` means no clipping) and
+left out for an extra one.
 
 A file that references dangerous globals (``os.system``, ``builtins.eval`` ...)
 gives an ``unsafe_pickle`` problem naming the file and the globals; they are never
@@ -70,27 +72,6 @@ def sniff(path: Path) -> bool:
     return start.startswith(b"PK\x03\x04") or start.startswith(b"\x80")
 
 
-def _plain(value: Any, depth: int = 0) -> tuple[bool, Any]:
-    """``(True, value)`` for plain data (enums become their value), else ``(False, None)``."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return True, value
-    if depth > 4:
-        return False, None
-    if isinstance(value, unpickle.Call):
-        inner = value.value
-        if inner is not None and isinstance(inner, (bool, int, float, str)):
-            return True, inner
-        return False, None
-    if isinstance(value, (list, tuple)):
-        items = [_plain(v, depth + 1) for v in value]
-        return (True, [v for _, v in items]) if all(ok for ok, _ in items) else (False, None)
-    if isinstance(value, dict):
-        pairs = {str(k): _plain(v, depth + 1) for k, v in value.items()}
-        if all(ok for ok, _ in pairs.values()):
-            return True, {k: v for k, (_, v) in pairs.items()}
-    return False, None
-
-
 def _find_args(obj: Any) -> tuple[str, dict[Any, Any]] | None:
     """The arguments' class name and state: the first object holding a ``learning_rate``."""
     if isinstance(obj, dict) and "learning_rate" in obj:
@@ -139,9 +120,17 @@ def read(path: Path, rel: str) -> RunPart:
         return part
     class_name, state = found
     part.config.append(ConfigValue("training_args_class", class_name, rel))
+    too_large: list[str] = []
     for key in (*MAIN_KEYS, *EXTRA_KEYS):
         if key in state:
-            ok, value = _plain(state[key])
-            if ok and (value is not None or key in MAIN_KEYS):
+            status, value = unpickle.to_plain(state[key])
+            if status is unpickle.PlainStatus.TOO_LARGE:
+                too_large.append(key)
+            elif status is unpickle.PlainStatus.OK and (value is not None or key in MAIN_KEYS):
                 part.config.append(ConfigValue(key, value, rel))
+    if too_large:
+        part.problems.append(Problem(
+            rel, f"{', '.join(too_large)} expand past {unpickle.MAX_PLAIN_NODES:,} values "
+            "(the pickle references the same data many times): not kept",
+            used="the other arguments", kind="value_too_large", count=len(too_large)))
     return part

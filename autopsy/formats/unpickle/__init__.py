@@ -65,12 +65,14 @@ from autopsy.formats.unpickle.placeholders import (
     referenced_globals,
     walk,
 )
+from autopsy.formats.unpickle.plain import MAX_PLAIN_NODES, PlainStatus, to_plain
 from autopsy.formats.unpickle.torchfile import load_torch
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_OPS",
+    "MAX_PLAIN_NODES",
     "Call",
     "ExtensionRef",
     "Global",
@@ -78,6 +80,7 @@ __all__ = [
     "PersistentRef",
     "PickleLimitExceeded",
     "PickleTruncated",
+    "PlainStatus",
     "SafeUnpickler",
     "UnpickleError",
     "Unpickled",
@@ -88,5 +91,6 @@ __all__ = [
     "loads",
     "referenced_globals",
     "scan",
+    "to_plain",
     "walk",
 ]
