@@ -1,9 +1,10 @@
 """Run an ``autopsy`` command as a child process and measure its wall time and peak memory.
 
-Peak memory is the largest sum of the resident set sizes of the child and all its
-descendants (the ripgrep fast path runs ``rg`` children), sampled every 10 ms with
-psutil; each process's own high-water mark (``VmHWM``) is read at every sample too, so
-a short spike between samples still counts for that process.
+Peak memory is the largest sum, over the child and all its descendants (the process
+pool's workers, the ripgrep fast path's ``rg`` children), of each process's
+proportional set size (PSS: a page shared by forked workers is counted once in all),
+sampled every 10 ms with psutil. RSS would count the parent's pages again in every
+forked worker.
 """
 
 from __future__ import annotations
@@ -36,16 +37,12 @@ class Measured:
         return self.peak_bytes / MB
 
 
-def _high_water(pid: int) -> int:
-    """The process's peak resident set (``VmHWM`` of ``/proc/PID/status``), 0 if unknown."""
+def _pss(proc: psutil.Process) -> int:
+    """The process's proportional set size (its RSS where PSS is not available)."""
     try:
-        with open(f"/proc/{pid}/status", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
+        return int(proc.memory_full_info().pss)
+    except (AttributeError, psutil.AccessDenied):
+        return int(proc.memory_info().rss)
 
 
 def run_autopsy(*args: str | Path, timeout: float = 120.0) -> Measured:
@@ -65,7 +62,6 @@ def run_autopsy(*args: str | Path, timeout: float = 120.0) -> Measured:
         t.start()
     root = psutil.Process(proc.pid)
     peak = 0
-    hwm: dict[int, int] = {}
     while proc.poll() is None:
         if time.monotonic() - start > timeout:
             proc.kill()
@@ -76,8 +72,7 @@ def run_autopsy(*args: str | Path, timeout: float = 120.0) -> Measured:
             total = 0
             for p in tree:
                 try:
-                    total += p.memory_info().rss
-                    hwm[p.pid] = max(hwm.get(p.pid, 0), _high_water(p.pid))
+                    total += _pss(p)
                 except psutil.Error:
                     pass
             peak = max(peak, total)
@@ -87,6 +82,6 @@ def run_autopsy(*args: str | Path, timeout: float = 120.0) -> Measured:
     wall = time.monotonic() - start
     for t in readers:
         t.join()
-    return Measured(proc.returncode, wall, max(peak, max(hwm.values(), default=0)),
+    return Measured(proc.returncode, wall, peak,
                     chunks.get("out", b"").decode(errors="replace"),
                     chunks.get("err", b"").decode(errors="replace"))
