@@ -300,3 +300,82 @@ def decode_event(buf: Buf, start: int = 0, stop: int | None = None) -> DecodedEv
         else:
             ev.templatable = False
     return ev
+
+
+#: Event fields autopsy never reads, by number, as they are named in a problem.
+_UNUSED_EVENT_FIELDS = {4: "a graph", 6: "a log message", 7: "a session log",
+                        8: "run metadata", 9: "a meta graph", 10: "source metadata"}
+#: Summary.Value fields of kinds autopsy skips (old-style histogram, image, histogram, audio).
+_UNUSED_VALUE_FIELDS = {3: "a histogram", 4: "an image", 5: "a histogram", 6: "audio"}
+#: Longest tag quoted in a description.
+_TAG_SHOWN = 60
+
+
+def _first_len_field(head: bytes, pos: int, end: int,
+                     skip: tuple[int, ...] = ()) -> tuple[int, int, int] | None:
+    """The first length-delimited field of ``head[pos:end]`` whose number is not in
+    ``skip``: ``(number, value start, declared length)``; its value may run past
+    ``end`` (the peek is cut). None if there is none."""
+    while pos < end:
+        key, pos = read_varint(head, pos, end)
+        number, wire = key >> 3, key & 7
+        if wire == VARINT:
+            _, pos = read_varint(head, pos, end)
+        elif wire == FIXED64:
+            pos += 8
+        elif wire == FIXED32:
+            pos += 4
+        elif wire == LEN:
+            length, start = read_varint(head, pos, end)
+            if number not in skip:
+                return number, start, length
+            pos = start + length
+        else:
+            raise WireError(f"unsupported wire type {wire}")
+    return None
+
+
+def describe_oversized(head: bytes) -> tuple[bool, str]:
+    """What an Event record too long to read holds, from its first bytes (``head``, cut
+    at the record's end or earlier).
+
+    Returns ``(would_use, description)``: ``would_use`` is False for what autopsy never
+    keeps (graphs, run metadata, images, histograms, audio) and True for anything else
+    (a scalar, text or hparams summary, or a record it cannot identify), which the caller
+    reports as a problem.
+    """
+    end = len(head)
+    try:
+        found = _first_len_field(head, 0, end, skip=(3,))
+        if found is None:
+            return True, "an Event record"
+        number, start, length = found
+        if number in _UNUSED_EVENT_FIELDS:
+            return False, _UNUSED_EVENT_FIELDS[number]
+        if number != 5:
+            return True, f"an Event record whose field {number} is {length:,} bytes"
+        value = _first_len_field(head, start, min(end, start + length))
+        if value is None or value[0] != 1:
+            return True, "a summary"
+        tag = ""
+        pos, stop = value[1], min(end, value[1] + value[2])
+        while pos < stop:
+            key, pos = read_varint(head, pos, stop)
+            number, wire = key >> 3, key & 7
+            if wire != LEN:
+                break
+            length, s = read_varint(head, pos, stop)
+            if number == 1:
+                if s + length > end:
+                    return True, f"a summary value whose tag is {length:,} bytes"
+                tag = bytes(head[s : s + length]).decode("utf-8", "replace")
+                if len(tag) > _TAG_SHOWN:
+                    tag = tag[:_TAG_SHOWN] + "..."
+            elif number in _UNUSED_VALUE_FIELDS:
+                return False, f"{_UNUSED_VALUE_FIELDS[number]} summary {tag!r}"
+            elif number != 9:  # metadata: the value's kind comes after it
+                break
+            pos = s + length
+        return True, f"a summary value {tag!r}"
+    except WireError:
+        return True, "a record autopsy cannot identify"

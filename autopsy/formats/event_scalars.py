@@ -29,6 +29,7 @@ from autopsy.formats.event_decode import (
     DecodedEvent,
     Span,
     decode_event,
+    describe_oversized,
 )
 from autopsy.formats.protowire import WireError
 from autopsy.formats.tfrecord import FramingReport, RecordGroup, TFRecordFile
@@ -56,6 +57,9 @@ class EventScalars:
         framing: what was wrong with the TFRecord framing.
         events: Event records decoded; bad_events: records that were not Events.
         skipped_values: non-scalar summary values skipped (histograms, images...).
+        oversized: ``(offset, length, what)`` of records too long to read
+            (:data:`~.tfrecord.MAX_RECORD`) that could have held something autopsy keeps;
+            oversized_count counts them all (this list holds the first few).
     """
 
     step: np.ndarray
@@ -71,6 +75,8 @@ class EventScalars:
     events: int = 0
     bad_events: int = 0
     skipped_values: int = 0
+    oversized: list[tuple[int, int, str]] = field(default_factory=list)
+    oversized_count: int = 0
 
     def __len__(self) -> int:
         return len(self.step)
@@ -304,6 +310,14 @@ def read_event_scalars(path: Path | str, window: int | None = None) -> EventScal
             sink.flush()
         res = dec.result
         res.framing = tf.report
+    unlisted = tf.report.oversized_count - len(tf.report.oversized)
+    for offset, length, head in tf.report.oversized:
+        would_use, what = describe_oversized(head)
+        if would_use:
+            res.oversized.append((offset, length, what))
+        else:
+            res.skipped_values += 1
+    res.oversized_count = len(res.oversized) + unlisted
     n = out.n
     res.step, res.value = out.step[:n], out.value[:n]
     res.wall_time, res.tag_code = out.wall[:n], out.code[:n]

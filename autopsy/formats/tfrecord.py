@@ -18,6 +18,11 @@ with ``0x09``, corruption) one frame is read the slow way, and after a bad lengt
 CRC the walk resynchronises at the next offset whose length CRC holds. Nothing is
 ever written; pages already read are dropped from the process (``MADV_DONTNEED``)
 so memory stays flat on large files.
+
+A record longer than ``max_record`` (:data:`MAX_RECORD` by default) is stepped over
+without being read: no data CRC, no copy, its pages never touched. Its offset, length
+and first :data:`PEEK` bytes go into :attr:`FramingReport.oversized` so the caller can
+say what it was.
 """
 
 from __future__ import annotations
@@ -50,6 +55,17 @@ RESYNC_BLOCK = 1 << 20
 #: Batch size (bytes) for CRCs of long records.
 LONG_BATCH = 32 << 20
 _ZERO8_CRC = np.uint32(crc32c(bytes(8)))
+#: Longest record read. What autopsy keeps from an event file comes in small records: a
+#: scalar event is 30 to 200 bytes, an hparams or text summary a few hundred bytes to a
+#: few hundred KB (a long config dumped as text). Real records past this are graphs,
+#: images and run metadata, which autopsy does not use. 8 MiB leaves an order of magnitude
+#: above the largest kept record seen, and caps what one record can cost (decoding holds
+#: about three copies of it) at a few tens of MB.
+MAX_RECORD = 8 << 20
+#: Bytes of an oversized record's start kept, enough to name its field and tag.
+PEEK = 4096
+#: Oversized records kept one by one in the report (the rest are only counted).
+MAX_OVERSIZED_LISTED = 20
 
 
 @dataclass
@@ -90,17 +106,22 @@ class FramingReport:
     truncated_at: int | None = None
     truncated_bytes: int = 0
     notes: list[str] = field(default_factory=list)
+    oversized: list[tuple[int, int, bytes]] = field(default_factory=list)
+    oversized_count: int = 0
 
 
 class TFRecordFile:
     """A TFRecord file opened read-only over mmap; iterate :meth:`windows`.
 
+    Records longer than ``max_record`` are stepped over (see the module docstring).
     Raises ``OSError`` if the file cannot be opened; an empty file has ``size == 0``.
     """
 
-    def __init__(self, path: Path | str, window: int = WINDOW) -> None:
+    def __init__(self, path: Path | str, window: int = WINDOW,
+                 max_record: int | None = None) -> None:
         self.path = Path(path)
         self.window = int(window)
+        self.max_record = MAX_RECORD if max_record is None else int(max_record)
         self.report = FramingReport()
         self._fd = os.open(self.path, os.O_RDONLY)
         self.size = os.fstat(self._fd).st_size
@@ -249,6 +270,20 @@ class TFRecordFile:
         return out_s, out_l, pos
 
     # -- data CRCs and grouping ---------------------------------------------------------
+    def _drop_oversized(self, starts: np.ndarray,
+                        lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Note records longer than ``max_record`` in the report; return the others."""
+        big = lengths > self.max_record
+        if not big.any():
+            return starts, lengths
+        rep = self.report
+        for start, length in zip(starts[big].tolist(), lengths[big].tolist(), strict=True):
+            rep.oversized_count += 1
+            if len(rep.oversized) < MAX_OVERSIZED_LISTED:
+                head = self.buf[start + HEADER : start + HEADER + min(length, PEEK)].tobytes()
+                rep.oversized.append((start, length, head))
+        return starts[~big], lengths[~big]
+
     def _group(self, starts: np.ndarray, lengths: np.ndarray) -> list[RecordGroup]:
         """Check data CRCs; return the good records grouped by length."""
         data = starts + HEADER
@@ -301,7 +336,9 @@ class TFRecordFile:
                 starts = np.concatenate(s_chunks)
                 lengths = np.concatenate(l_chunks)
                 self.report.records += len(starts)
-                yield RecordWindow(len(starts), self._group(starts, lengths))
+                starts, lengths = self._drop_oversized(starts, lengths)
+                if len(starts):
+                    yield RecordWindow(len(starts), self._group(starts, lengths))
             self._release(new_pos)
             pos = new_pos
         self._release(self.size)

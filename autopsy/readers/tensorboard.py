@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autopsy.formats.event_scalars import EventScalars, read_event_scalars
-from autopsy.formats.tfrecord import looks_like_event_file
+from autopsy.formats.tfrecord import MAX_RECORD, looks_like_event_file
 from autopsy.model.config import ConfigValue
 from autopsy.model.problem import Problem
 from autopsy.readers.base import RunPart, head
@@ -93,6 +93,12 @@ def _problems(rel: str, size: int, d: EventScalars) -> list[Problem]:
     if d.bad_events:
         what = f"{d.bad_events:,} record(s) are not TensorBoard Events (skipped)"
         out.append(Problem(rel, what, used, kind="bad_record", count=d.bad_events))
+    if d.oversized_count:
+        first = "; ".join(f"{what} at byte {offset:,} ({length:,} bytes)"
+                          for offset, length, what in d.oversized[:3])
+        what = (f"{d.oversized_count:,} record(s) longer than {MAX_RECORD:,} bytes, more than "
+                f"any real writer puts in what autopsy reads, skipped unread: {first}")
+        out.append(Problem(rel, what, used, kind="record_too_large", count=d.oversized_count))
     if fr.truncated_at is not None:
         what = (f"truncated last record at byte {fr.truncated_at:,} "
                 f"({fr.truncated_bytes:,} bytes; the writer probably died)")
