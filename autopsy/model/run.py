@@ -10,6 +10,7 @@ from autopsy.model.config import RunConfig
 from autopsy.model.problem import Problem
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
     import pandas as pd
 
     from autopsy.ckpt.components import CheckpointAudit
@@ -120,10 +121,17 @@ class Run:
             self._series_memo[key] = memo
         return memo[2].copy()
 
-    def _series(self, tag: str, *, rank: int | None, segment: int | None,
-                source: str | None) -> pd.Series:
-        import pandas as pd
+    def _rows(self, tag: str, rank: int | None) -> dict[str, Any]:
+        """The rows of ``tag`` (rank applied) as arrays (``step``, ``segment``, ``value``,
+        ``exact`` source) with their positions per segment and per source; memoised like
+        :meth:`series`, so asking for every segment or every file of a run of a thousand
+        costs one pass over the frame, not one each."""
+        import numpy as np
 
+        key = ("rows", tag, rank)
+        memo = self._series_memo.get(key)
+        if memo is not None and memo[0] is self.scalars and memo[1] == len(self.sources):
+            return memo[2]  # type: ignore[no-any-return]
         df = self.scalars
         mask = df["tag"] == tag
         if rank is not None:
@@ -132,19 +140,55 @@ class Run:
             ranks = df.loc[mask, "rank"].dropna().unique()
             if len(ranks) > 1:
                 mask &= df["rank"] == min(int(r) for r in ranks)
-        if segment is not None:
-            mask &= df["segment"] == segment
-        if source is not None:
-            mask &= df["source"] == source
         sub = df.loc[mask, ["step", "segment", "value", "source"]]
-        if sub.empty:
-            return pd.Series([], dtype="float64", name=tag, index=pd.Index([], name="step"))
         low = {s.path for s in self.sources if s.reader in LOW_FIDELITY_READERS}
-        exact = (~sub["source"].isin(low)).to_numpy() if low else True  # no per-row strings
-        sub = sub.assign(exact=exact).sort_values(["step", "segment", "exact"], kind="stable")
-        sub = sub.drop_duplicates("step", keep="last")
-        index = pd.Index(sub["step"].to_numpy(), name="step")
-        out = pd.Series(sub["value"].to_numpy(), index=index)
+        exact = (~sub["source"].isin(low)).to_numpy(dtype=bool) if low else np.ones(
+            len(sub), dtype=bool)  # no per-row strings
+        rows = {
+            "step": sub["step"].to_numpy(dtype=np.int64),
+            "segment": sub["segment"].to_numpy(dtype=np.int64),
+            "value": sub["value"].to_numpy(dtype=np.float64),
+            "exact": exact,
+            "by_segment": {int(k): v for k, v in sub.groupby(
+                "segment", observed=True, sort=False).indices.items()},
+            "by_source": {str(k): v for k, v in sub.groupby(
+                "source", observed=True, sort=False).indices.items()},
+        }
+        self._series_memo[key] = (self.scalars, len(self.sources), rows)
+        return rows
+
+    def _series(self, tag: str, *, rank: int | None, segment: int | None,
+                source: str | None) -> pd.Series:
+        import numpy as np
+        import pandas as pd
+
+        rows = self._rows(tag, rank)
+        step, seg, value, exact = rows["step"], rows["segment"], rows["value"], rows["exact"]
+        none = np.zeros(0, dtype=np.int64)
+        where: np.ndarray | None = None
+        if source is not None:
+            where = rows["by_source"].get(source, none)
+        if segment is not None:
+            in_seg = rows["by_segment"].get(int(segment), none)
+            # filter the smaller of the two position lists by the other's value
+            if where is None:
+                where = in_seg
+            elif len(in_seg) < len(where):
+                where = in_seg[np.isin(in_seg, where)]
+            else:
+                where = where[seg[where] == int(segment)]
+        if where is not None:
+            where = np.sort(where)  # file order, as a mask would give
+            step, seg, value, exact = step[where], seg[where], value[where], exact[where]
+        if not len(step):
+            return pd.Series([], dtype="float64", name=tag, index=pd.Index([], name="step"))
+        # sorted by step, then segment, then exact (a stable sort: file order after that);
+        # the last row of each step wins
+        order = np.lexsort((exact, seg, step))
+        step, value = step[order], value[order]
+        last = np.ones(len(step), dtype=bool)
+        last[:-1] = step[1:] != step[:-1]
+        out = pd.Series(value[last], index=pd.Index(step[last], name="step"))
         out.name = tag
         return out
 

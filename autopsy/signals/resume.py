@@ -94,17 +94,17 @@ def _file_boundaries(run: Run) -> list[Boundary]:
         first=("step", "min"), last=("step", "max"), t0=("wall_time", "min"),
         t1=("wall_time", "max"), n=("step", "size")).reset_index()
     g = g[(g["n"] >= 2) & g["t0"].notna()]
-    out = []
-    for seg, files in g.groupby("segment"):
-        rows = list(files.sort_values("t0").itertuples(index=False))
-        for a, b in itertools.pairwise(rows):
-            if b.t0 > a.t1 and b.first > a.last:
-                out.append(Boundary(previous=int(seg), segment=int(seg),
-                                    resume_step=int(b.first), previous_first=int(a.first),
-                                    previous_last=int(a.last),
-                                    previous_source=str(names[a.code]),
-                                    source=str(names[b.code])))
-    return out
+    # consecutive files of one segment, in order of their first wall time (one sort, no
+    # loop per segment: a run of a thousand segments costs no more than one of two)
+    g = g.sort_values(["segment", "t0"], kind="stable")
+    seg, code = g["segment"].to_numpy(), g["code"].to_numpy()
+    first, last = g["first"].to_numpy(), g["last"].to_numpy()
+    t0, t1 = g["t0"].to_numpy(), g["t1"].to_numpy()
+    pair = (seg[1:] == seg[:-1]) & (t0[1:] > t1[:-1]) & (first[1:] > last[:-1])
+    return [Boundary(previous=int(seg[i]), segment=int(seg[i]), resume_step=int(first[i + 1]),
+                     previous_first=int(first[i]), previous_last=int(last[i]),
+                     previous_source=str(names[code[i]]), source=str(names[code[i + 1]]))
+            for i in np.flatnonzero(pair).tolist()]
 
 
 def boundaries(run: Run) -> list[Boundary]:
