@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from autopsy.model.ranklist import compact_ranks
 from autopsy.signals.ranks import attributed_ranks, event_roles, rank_status
 
 #: Short names of cascade errors, for "ranks 0,1,3 then failed with ...".
@@ -176,7 +177,7 @@ def cascade_summary(run: Any, culprit: int | None,
         groups.setdefault(label, []).append(int(r))
     if not groups:
         return None, []
-    parts = [f"rank{'s' if len(rs) > 1 else ''} {','.join(map(str, rs))} then {label}"
+    parts = [f"rank{'s' if len(rs) > 1 else ''} {compact_ranks(rs)} then {label}"
              for label, rs in groups.items()]
     return "; ".join(parts), sorted(r for rs in groups.values() for r in rs)
 

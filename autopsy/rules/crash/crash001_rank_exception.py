@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 
 from autopsy.model.finding import Evidence, Family, Finding, Severity
+from autopsy.model.ranklist import compact_ranks
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
 from autopsy.rules.crash._failures import (
@@ -192,7 +193,7 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
         advice += CAUSE_ADVICE.get(cause, [])
     cascade, victims = (None, []) if first.rank is None else cascade_summary(run, first.rank, ctx)
     if cascade:
-        evidence.append(Evidence(summary=cascade, numbers={"ranks": ",".join(map(str, victims))}))
+        evidence.append(Evidence(summary=cascade, numbers={"ranks": compact_ranks(victims)}))
         advice.append("ignore the other ranks' errors: they are consequences of "
                       f"rank {first.rank}'s exception")
     claim, agrees = claim_evidence(ev, first.rank)
@@ -201,7 +202,7 @@ def rank_exception(run: Run, ctx: RuleContext) -> Finding | None:
     others = [c for c in ranked[1:] if c.rank is not None]
     if others:
         evidence.append(Evidence(summary="other ranks raised exceptions of their own later: "
-                                 + ", ".join(f"rank {c.rank}" for c in others)))
+                                 + compact_ranks(c.rank for c in others if c.rank is not None)))
     if step is not None:
         advice.append(f"reproduce on a single process by running to step {step}")
     confidence = ctx["confidence_disputed"] if others else ctx["confidence"]
