@@ -576,3 +576,16 @@ def test_the_names_before_a_parse_failure_are_kept() -> None:
     with pytest.raises(UnpickleError) as info:
         scan(data)
     assert info.value.globals_seen == ("posix.system",)
+
+
+def test_a_build_never_shadows_an_ordered_dict_method() -> None:
+    """``BUILD {"items": 0}`` on an OrderedDict (issue 19): the audit called ``.items()`` and
+    failed with "'int' object is not callable", losing the unsafe global before it."""
+    payload = (b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00trueR0"
+               b"ccollections\nOrderedDict\n)R}(X\x05\x00\x00\x00itemsK\x00"
+               b"X\t\x00\x00\x00_metadataK\x01ub.")
+    got = su.scan(io.BytesIO(payload))
+    assert type(got.obj) is collections.OrderedDict
+    assert list(got.obj.items()) == [] and got.obj._metadata == 1
+    unsafe, _ = got.judged()
+    assert [name for name, _ in unsafe] == ["os.system", "collections.OrderedDict.items"]

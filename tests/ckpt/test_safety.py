@@ -300,3 +300,21 @@ def test_megatron_scheduler_state_is_read(tmp_path: Path) -> None:
     _megatron_checkpoint(path, scheduler=False)
     # without the key a plain torch.save dict may simply have no scheduler
     assert audit_path(path).picked.component("scheduler").status.value == "not_applicable"
+
+
+def test_a_build_into_an_ordered_dict_keeps_the_unsafe_finding(tmp_path: Path) -> None:
+    """``os.system`` called, then an OrderedDict whose BUILD state is ``{"items": 0}``
+    (issue 19): the audit once failed on ``.items()`` ("'int' object is not callable,
+    please report this input") and the unsafe global was lost."""
+    import zipfile
+
+    payload = (b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00trueR0"
+               b"ccollections\nOrderedDict\n)R}X\x05\x00\x00\x00itemsK\x00sb.")
+    path = tmp_path / "model.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("archive/data.pkl", payload)
+        zf.writestr("archive/version", "3\n")
+    audit = audit_path(path)
+    assert "CKPT030" in _codes(audit)
+    assert "CKPT020" not in _codes(audit)
+    assert not audit.resumable

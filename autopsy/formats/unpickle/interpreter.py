@@ -44,7 +44,8 @@ class SafeUnpickler:
 
     After :meth:`load`, :attr:`globals` holds every dotted name referenced (in
     order of first appearance), :attr:`persistent_ids` every persistent id, and
-    :attr:`mutated_globals` the names a ``BUILD`` tried to set attributes on.
+    :attr:`mutated_globals` the names a ``BUILD`` tried to set attributes on (a
+    global, or an attribute of an ``OrderedDict``'s class such as ``items``).
     """
 
     def __init__(
@@ -521,8 +522,17 @@ class SafeUnpickler:
                 state = state[0] or {}
             if not isinstance(state, dict):
                 raise UnpickleError("BUILD on an OrderedDict with a non-dict state")
-            # Only the instance's own __dict__ is written: no attribute hooks run.
-            inst.__dict__.update({str(k): v for k, v in state.items()})
+            # Only the instance's own __dict__ is written (no attribute hooks run), and
+            # only names the class does not have: file data never shadows a method
+            # (``{"items": 0}`` would make every later ``.items()`` call fail). A state
+            # that tries is recorded as a mutation of that attribute: no writer makes it.
+            cls = type(inst)
+            for key, value in state.items():
+                name = str(key)
+                if name.startswith("__") or hasattr(cls, name):
+                    self.mutated_globals.setdefault(f"collections.OrderedDict.{name}", None)
+                else:
+                    inst.__dict__[name] = value
         else:
             raise UnpickleError(f"BUILD on a {type(inst).__name__}")
 
