@@ -314,7 +314,7 @@ def test_a_build_into_an_ordered_dict_keeps_the_unsafe_finding(tmp_path: Path) -
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("archive/data.pkl", payload)
         zf.writestr("archive/version", "3\n")
-    audit = audit_path(path)
+    audit = audit_path(path).picked
     assert "CKPT030" in _codes(audit)
     assert "CKPT020" not in _codes(audit)
     assert not audit.resumable
