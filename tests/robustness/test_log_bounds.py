@@ -9,10 +9,10 @@ line's last 64 KiB. Three such files are read by the process pool at once.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+from inputs import sparse_logs
 from measure import run_autopsy
 
 #: The issue's bound on the whole process tree (parent, pool workers, rg children).
@@ -20,20 +20,9 @@ MAX_MB = 300.0
 SIZE = 2 << 30
 
 
-def _sparse_logs(folder: Path, ranks: int = 3) -> Path:
-    folder.mkdir()
-    for rank in range(ranks):
-        path = folder / f"rank{rank}.log"
-        with open(path, "w", encoding="utf-8") as fh:
-            for step in range(1, 50):
-                fh.write(f"[rank{rank}]: step {step} loss {2.0 - step * 0.01:.4f}\n")
-        os.truncate(path, SIZE)  # a hole: NUL bytes on read, no blocks on disk
-    return folder
-
-
 @pytest.mark.parametrize("command", ["ranks", "analyze"])
 def test_a_two_gib_line_costs_bounded_memory(tmp_path: Path, command: str) -> None:
-    logs = _sparse_logs(tmp_path / "logs")
+    logs = sparse_logs(tmp_path / "logs", ranks=3, size=SIZE)
     got = run_autopsy(command, logs, "--format", "json", timeout=300)
     assert got.rc == 0, got.stderr
     assert got.peak_mb < MAX_MB, f"{got.peak_mb:.0f} MB"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from inputs import many_event_files
 from measure import run_autopsy
 
 from autopsy.api import load_run
@@ -22,20 +23,8 @@ from autopsy.model.run import Run
 MAX_RATIO = 4.0
 
 
-def _files(logdir: Path, count: int, restart: bool) -> Path:
-    from torch.utils.tensorboard import SummaryWriter
-
-    for i in range(count):
-        writer = SummaryWriter(str(logdir), filename_suffix=f".{i}")
-        for s in range(5):
-            step = s + 1 if restart else i * 5 + s + 1
-            writer.add_scalar("train/loss", 3.0 / (1 + 0.001 * step), step)
-        writer.close()
-    return logdir
-
-
 def test_analysis_costs_a_small_multiple_of_reading(tmp_path: Path) -> None:
-    run = _files(tmp_path / "run", 2000, restart=False)
+    run = many_event_files(tmp_path / "run", 2000, restart=False)
     read = run_autopsy("timeline", run, "--format", "csv")
     assert read.rc == 0, read.stderr
     analysed = run_autopsy("analyze", run)
@@ -48,7 +37,7 @@ def test_analysis_costs_a_small_multiple_of_reading(tmp_path: Path) -> None:
 def test_one_pass_over_the_frame_per_tag(tmp_path: Path, restart: bool,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Series of every segment or every file: the tag's rows are gathered once."""
-    run_dir = _files(tmp_path / "run", 200, restart=restart)
+    run_dir = many_event_files(tmp_path / "run", 200, restart=restart)
     run = load_run(run_dir)
     passes = []
     original = Run._rows

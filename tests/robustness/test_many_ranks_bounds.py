@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from inputs import many_ranks_log
 from measure import run_autopsy
 
 from autopsy.model.ranklist import compact_ranks
@@ -21,19 +22,6 @@ MAX_SECONDS = 60.0
 MAX_MB = 800.0
 
 
-def _job_log(path: Path) -> Path:
-    lines = [f"[rank{r}]: step 1 loss 2.3456\n" for r in range(RANKS)]
-    lines += [f"[rank{CULPRIT}]: {text}\n" for text in (
-        "Traceback (most recent call last):",
-        '  File "/w/train.py", line 10, in <module>',
-        "    main()",
-        '  File "/w/train.py", line 8, in main',
-        "    loss.backward()",
-        "RuntimeError: CUDA error: an illegal memory access was encountered")]
-    path.write_text("".join(lines), encoding="utf-8")
-    return path
-
-
 def test_compact_ranks() -> None:
     assert compact_ranks([5, 0, 1, 2, 7, 8, 2]) == "0-2,5,7,8"
     assert compact_ranks([]) == ""
@@ -41,7 +29,7 @@ def test_compact_ranks() -> None:
 
 
 def test_a_hundred_thousand_ranks_take_seconds(tmp_path: Path) -> None:
-    log = _job_log(tmp_path / "job.log")
+    log = many_ranks_log(tmp_path / "job.log", RANKS, CULPRIT)
     text = run_autopsy("ranks", log, timeout=300)
     assert text.rc == 1, text.stderr
     assert text.wall_s < MAX_SECONDS and text.peak_mb < MAX_MB, (text.wall_s, text.peak_mb)

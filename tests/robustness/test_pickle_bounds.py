@@ -9,11 +9,10 @@ held such values in keys autopsy keeps (``lr_scheduler_kwargs``, ``deepspeed``,
 from __future__ import annotations
 
 import json
-import sys
-import types
 from pathlib import Path
 
 import pytest
+from inputs import nested_list, training_args_bomb
 from measure import run_autopsy
 
 from autopsy.formats import unpickle
@@ -23,43 +22,8 @@ MAX_SECONDS = 10.0
 MAX_MB = 300.0
 
 
-def _nested(levels: int, fan_out: int = 70) -> list:
-    value: list = list(range(fan_out))
-    for _ in range(levels):
-        value = [value] * fan_out
-    return value
-
-
-def _training_args_bomb(run: Path, levels: int = 4) -> Path:
-    """A torch.save'd TrainingArguments-like object whose kept keys share one huge list."""
-    import torch
-
-    package = sys.modules.setdefault("transformers_bomb", types.ModuleType("transformers_bomb"))
-    module = types.ModuleType("transformers_bomb.training_args")
-    sys.modules["transformers_bomb.training_args"] = module
-    package.training_args = module  # type: ignore[attr-defined]
-
-    class TrainingArguments:
-        pass
-
-    TrainingArguments.__module__ = "transformers_bomb.training_args"
-    TrainingArguments.__qualname__ = "TrainingArguments"
-    module.TrainingArguments = TrainingArguments  # type: ignore[attr-defined]
-    shared = _nested(levels)
-    args = TrainingArguments()
-    args.__dict__.update(learning_rate=1e-3, output_dir="out", deepspeed=shared,
-                         lr_scheduler_kwargs={"a": shared, "b": [shared, shared]},
-                         fsdp=shared, max_steps=10)
-    run.mkdir(parents=True)
-    torch.save(args, run / "training_args.bin")
-    history = [{"step": s, "loss": 2.0 - 0.1 * s} for s in range(1, 11)]
-    (run / "trainer_state.json").write_text(json.dumps({"global_step": 10,
-                                                        "log_history": history}))
-    return run / "training_args.bin"
-
-
 def test_to_plain_stops_at_its_budget() -> None:
-    status, value = unpickle.to_plain(_nested(4), max_nodes=1_000)
+    status, value = unpickle.to_plain(nested_list(4), max_nodes=1_000)
     assert status is unpickle.PlainStatus.TOO_LARGE and value is None
     status, value = unpickle.to_plain({"a": [1, 2, (3, 4)]})
     assert status is unpickle.PlainStatus.OK and value == {"a": [1, 2, [3, 4]]}
@@ -70,7 +34,7 @@ def test_to_plain_stops_at_its_budget() -> None:
 
 @pytest.mark.parametrize("fmt", ["json", "text"])
 def test_shared_reference_training_args_is_bounded(tmp_path: Path, fmt: str) -> None:
-    bomb = _training_args_bomb(tmp_path / "run")
+    bomb = training_args_bomb(tmp_path / "run")
     assert bomb.stat().st_size < 1 << 20
     got = run_autopsy("analyze", tmp_path / "run", "--format", fmt, timeout=120)
     assert got.rc == 0, got.stderr

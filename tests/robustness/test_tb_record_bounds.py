@@ -14,37 +14,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from inputs import MB, tb_giant_tag
 from measure import run_autopsy
 
 from autopsy.formats import tfrecord
 from autopsy.formats.event_scalars import read_event_scalars
 from autopsy.readers import tensorboard
 
-#: The issue's bound: three times the largest record read, plus the frame.
-MB = 1 << 20
-
-
-def _run(logdir: Path, giant_tag_mb: int = 0) -> Path:
-    from torch.utils.tensorboard import SummaryWriter
-
-    writer = SummaryWriter(str(logdir))
-    for step in range(1, 21):
-        writer.add_scalar("train/loss", 2.0 - 0.05 * step, step)
-    if giant_tag_mb:
-        writer.add_scalar("x" * (giant_tag_mb * MB), 1.0, 20)
-    for step in range(21, 41):
-        writer.add_scalar("train/loss", 2.0 - 0.05 * step, step)
-    writer.close()
-    return logdir
-
 
 def test_a_record_past_the_limit_costs_nothing_and_is_named(tmp_path: Path) -> None:
-    plain = run_autopsy("analyze", _run(tmp_path / "plain"), "--format", "json")
-    giant_run = _run(tmp_path / "giant", giant_tag_mb=64)
+    plain = run_autopsy("analyze", tb_giant_tag(tmp_path / "plain"), "--format", "json")
+    giant_run = tb_giant_tag(tmp_path / "giant", tag_mb=64)
     for command in ("analyze", "timeline"):
         got = run_autopsy(command, giant_run, *(["--format", "json"] if command == "analyze"
                                                 else []))
         assert got.rc in (0, 1), got.stderr
+        # the bound: three times the largest record read, plus the frame
         allowed = plain.peak_bytes + 3 * tfrecord.MAX_RECORD + 16 * MB
         assert got.peak_bytes < allowed, f"{command}: {got.peak_mb:.0f} MB"
         if command == "timeline":
