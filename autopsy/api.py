@@ -21,6 +21,7 @@ from autopsy.readers.reconcile import align_segments, merge_duplicates
 
 if TYPE_CHECKING:  # pragma: no cover
     from autopsy.ckpt.components import AuditReport
+    from autopsy.report.report import Report
     from autopsy.rules.engine import Diagnosis
     from autopsy.rules.settings import Settings
 
@@ -372,6 +373,25 @@ def diagnose(run: Run, settings: Settings | None = None) -> Diagnosis:
     from autopsy.rules.engine import diagnose as run_engine
 
     return run_engine(run, settings)
+
+
+def report(run: Run, settings: Settings | None = None, *,
+           ranks: bool | None = None) -> Report:
+    """Diagnose ``run`` and gather everything a report of it shows (:class:`Report`).
+
+    ``ranks``: compute the per-rank status (True), never (False), or when the run names
+    more than one rank (None, what ``autopsy analyze`` does; ``autopsy ranks`` passes
+    True). ``report(run).to_dict()`` is exactly what ``--format json`` prints.
+    """
+    from autopsy.report.report import Report, rank_count
+
+    diagnosis = diagnose(run, settings)
+    status = None
+    if ranks or (ranks is None and rank_count(run) > 1):
+        from autopsy.signals.ranks import rank_status
+
+        status = rank_status(run)
+    return Report(run, diagnosis, status)
 
 
 def load_settings(

@@ -209,7 +209,7 @@ def analyze(run_dir: Path, fmt: str | None, output: str | None, verbose: bool,
     skipped with the reason. `autopsy rules` lists the rules; `autopsy explain
     CODE` documents one.
     """
-    from autopsy.api import diagnose, is_empty, load_run, load_settings, nothing_readable
+    from autopsy.api import is_empty, load_run, load_settings, nothing_readable, report
 
     fmt = _format_from(fmt, output, REPORT_FORMATS, "text")
     _refuse_output_in_run(output, (run_dir,), fmt)
@@ -220,56 +220,34 @@ def analyze(run_dir: Path, fmt: str | None, output: str | None, verbose: bool,
         missing = [p for p in run.problems if p.kind == "run_not_found"]
         _fail(f"{missing[0].source}: {missing[0].what}" if missing
               else nothing_readable(run, str(run_dir)))
-    diagnosis = diagnose(run, settings)
-    _emit(output, lambda out: _render_analyze(run, diagnosis, fmt, out, verbose, output))
-    sys.exit(exitcodes.for_family(diagnosis.verdict.family.value))
+    rep = report(run, settings)
+    _emit(output, lambda out: _render(rep, fmt, out, verbose, output))
+    sys.exit(rep.exit_code)
 
 
-def _render_analyze(run: Any, diagnosis: Any, fmt: str, out: Any, verbose: bool,
-                    output: str | None = None, rank_status: Any = None) -> None:
-    if fmt in ("html", "markdown"):
-        _render_rich_report(run, diagnosis, fmt, out, output, rank_status)
-    elif fmt == "json":
-        from autopsy.report.json_report import analyze_report, dumps
-
-        out.write(dumps(analyze_report(run, diagnosis.verdict, diagnosis.findings,
-                                       [s.to_dict() for s in diagnosis.skipped])))
-    else:
-        from autopsy.report.text_report import render_analysis
-
-        render_analysis(run, diagnosis, out, verbose=verbose)
-
-
-def _rank_count(run: Any) -> int:
-    """How many ranks the run's scalars and events name."""
-    ranks = set(run.scalars["rank"].dropna().unique())
-    if not run.events.empty:
-        ranks |= set(run.events["rank"].dropna().unique())
-    return len(ranks)
-
-
-def _render_rich_report(run: Any, diagnosis: Any, fmt: str, out: Any, output: str | None,
-                        rank_status: Any = None) -> None:
-    """The HTML or Markdown report (plots beside a Markdown file, none on stdout).
-
-    A distributed run given to ``analyze`` gets the per-rank table and timeline too.
-    """
-    if rank_status is None and _rank_count(run) > 1:
-        from autopsy.signals.ranks import rank_status as compute_rank_status
-
-        rank_status = compute_rank_status(run)
+def _render(rep: Any, fmt: str, out: Any, verbose: bool, output: str | None = None) -> None:
+    """Write one :class:`~autopsy.report.report.Report` in ``fmt`` (every renderer takes the
+    same object: ``analyze`` and ``ranks`` differ only in how it was built)."""
     if fmt == "html":
         from autopsy.report.html_report import render_analysis_html
 
-        render_analysis_html(run, diagnosis, out, rank_status=rank_status)
-    else:
+        render_analysis_html(rep.run, rep.diagnosis, out, rank_status=rep.rank_status)
+    elif fmt == "markdown":
         from autopsy.report.markdown_report import render_analysis_markdown
 
         # plots go beside a file; beside a device or pipe (-o /dev/stdout) there is no folder
         target = Path(output) if output else None
         if target is not None and target.exists() and not target.is_file():
             target = None
-        render_analysis_markdown(run, diagnosis, out, rank_status=rank_status, output=target)
+        render_analysis_markdown(rep.run, rep.diagnosis, out, rank_status=rep.rank_status,
+                                 output=target)
+    elif fmt == "json":
+        out.write(rep.to_json())
+    else:
+        from autopsy.report.text_report import render_analysis
+
+        render_analysis(rep.run, rep.diagnosis, out, verbose=verbose,
+                        rank_status=rep.rank_status)
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=exitcodes.HELP_TEXT)
@@ -301,8 +279,7 @@ def ranks(paths: tuple[Path, ...], fmt: str | None, output: str | None, verbose:
     every rank: how it ended (raised, oom, killed, timed out, terminated,
     silent, ok), its last step and its first error; then the other findings.
     """
-    from autopsy.api import diagnose, is_empty, load_run, load_settings, nothing_readable
-    from autopsy.signals.ranks import rank_status
+    from autopsy.api import is_empty, load_run, load_settings, nothing_readable, report
 
     fmt = _format_from(fmt, output, REPORT_FORMATS, "text")
     _refuse_output_in_run(output, paths, fmt)
@@ -311,26 +288,9 @@ def ranks(paths: tuple[Path, ...], fmt: str | None, output: str | None, verbose:
         run = load_run(list(paths))
     if is_empty(run):
         _fail(nothing_readable(run, ", ".join(str(p) for p in paths)))
-    diagnosis = diagnose(run, settings)
-    status = rank_status(run)
-
-    def render(out: Any) -> None:
-        if fmt in ("html", "markdown"):
-            _render_rich_report(run, diagnosis, fmt, out, output, status)
-        elif fmt == "json":
-            from autopsy.report.json_report import analyze_report, dumps, rank_rows
-
-            report = analyze_report(run, diagnosis.verdict, diagnosis.findings,
-                                    [s.to_dict() for s in diagnosis.skipped])
-            report["ranks"] = rank_rows(status)
-            out.write(dumps(report))
-        else:
-            from autopsy.report.text_report import render_analysis
-
-            render_analysis(run, diagnosis, out, verbose=verbose, rank_status=status)
-
-    _emit(output, render)
-    sys.exit(exitcodes.for_family(diagnosis.verdict.family.value))
+    rep = report(run, settings, ranks=True)
+    _emit(output, lambda out: _render(rep, fmt, out, verbose, output))
+    sys.exit(rep.exit_code)
 
 
 def _scan_progress() -> Callable[[int], None]:
@@ -673,6 +633,15 @@ def timeline(run_dir: Path, tags: tuple[str, ...], sources: tuple[str, ...], fmt
         _emit(output, lambda out: export.write_json(frame, out))
     else:
         _emit(output, lambda out: export.write_csv(frame, out))
+
+
+def _add_fleet() -> None:
+    from autopsy.fleet.cli import fleet
+
+    cli.add_command(fleet)
+
+
+_add_fleet()
 
 
 def main() -> None:
