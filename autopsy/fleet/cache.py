@@ -1,6 +1,6 @@
-"""The fleet's per-run cache: a run's result, keyed by the paths, sizes and mtimes of its
-files, autopsy's version and the rule settings, so a nightly re-run over thousands of runs
-diagnoses only what changed.
+"""The fleet's per-run cache: a run's result, keyed by the run's path, the paths, sizes and
+mtimes of its files, autopsy's version and the rule settings, so a nightly re-run over
+thousands of runs diagnoses only what changed.
 
 Entries are JSON files under the cache folder (``--cache``; by default
 ``$XDG_CACHE_HOME/autopsy/fleet`` or ``~/.cache/autopsy/fleet``), never in a run. A
@@ -31,7 +31,10 @@ def default_dir() -> Path:
 def run_key(path: Path, sets: tuple[str, ...] = ()) -> str:
     """The cache key of the run at ``path`` (see the module docstring)."""
     digest = hashlib.sha256()
-    digest.update(f"{__version__}\0{sorted(sets)!r}\0".encode())
+    # the run's own path too: two copies of one run have the same files, but their
+    # reports name where each lies
+    digest.update(f"{__version__}\0{sorted(sets)!r}\0{path.resolve()}\0".encode(
+        "utf-8", "surrogateescape"))
     entries = []
     for n, file in enumerate(walk_files(path, [])):
         if n >= MAX_KEY_FILES:

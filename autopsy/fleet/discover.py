@@ -1,11 +1,12 @@
 """Which folders under a fleet root are runs.
 
 A folder is a run when a reader recognises a file directly in it (an event file, a
-``trainer_state.json``, a rank log, a ``metrics.csv``...) or it holds a folder that only
+``trainer_state.json``, a rank log, a ``metrics.csv``...), when it holds a folder that only
 runs hold (``runs/``, ``lightning_logs/``, ``wandb/``, ``mlruns/``, ``checkpoint-N/``, a
-torchrun ``attempt_N/``...). A run is not searched further: its subfolders are its own.
-Other folders are walked down to :data:`MAX_DEPTH` levels. A root that is itself a run is
-one run.
+torchrun ``attempt_N/``...), or when it holds files and no folder at all (a leaf: a
+console log saved under any name is read by ``analyze`` from its content, as here). A run
+is not searched further: its subfolders are its own. Other folders are walked down to
+:data:`MAX_DEPTH` levels. A root that is itself a run is one run.
 """
 
 from __future__ import annotations
@@ -35,15 +36,19 @@ def is_run(folder: Path) -> bool:
     except OSError:
         return False
     files = []
+    subdirs = 0
     for entry in entries:
         try:
             if entry.is_dir():
                 if entry.name in RUN_FOLDERS or entry.name.startswith(RUN_FOLDER_PREFIXES):
                     return True
-            elif entry.is_file():
+                subdirs += entry.name not in SKIP_DIRS
+            elif entry.is_file() and not entry.name.startswith("."):
                 files.append(Path(entry.path))
         except OSError:
             continue
+    if files and not subdirs:
+        return True
     modules = reader_modules()
     for path in files[:MAX_SNIFFED]:
         for module in modules:

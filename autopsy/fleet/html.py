@@ -49,6 +49,9 @@ def _failures_over_time(rows: list[dict[str, Any]]) -> Image | None:
     step = max(1, len(days) // 12)
     ax.set_xticks(range(0, len(days), step),
                   [d.isoformat() for d in days][::step], rotation=30, ha="right")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("failed runs")
     ax.legend(fontsize=8, ncols=3)
     png, width, height = to_png(fig)

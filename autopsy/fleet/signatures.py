@@ -12,7 +12,8 @@ import re
 _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"0x[0-9a-fA-F]+"), "<ADDR>"),
     (re.compile(r"(?:[A-Za-z]:)?(?:/[\w.\-]+){2,}/?"), "<PATH>"),
-    (re.compile(r"\b(?:rank|local_rank|node|host)\s*[=:]?\s*[\w.\-]+", re.I), "<RANK>"),
+    (re.compile(r"\b(?:rank|local_rank)\s*[=:]?\s*\d+", re.I), "<RANK>"),
+    (re.compile(r"\b(?:node|host)\s*[=:]?\s*[\w.\-]*\d[\w.\-]*", re.I), "<HOST>"),
     (re.compile(r"\b[\w\-]+(?:\.[\w\-]+){2,}\b"), "<HOST>"),
     (re.compile(r"'[^']*'|\"[^\"]*\""), "<STR>"),
     (re.compile(r"[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?"), "<N>"),

@@ -21,7 +21,7 @@ COPIES = 6
 PUBLIC_CASES = 120
 HOSTS = 12
 LEMON = "node-07"
-LEMON_RUNS = 10
+LEMON_RUNS = 25
 
 
 @dataclass

@@ -27,9 +27,16 @@ def first(fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> tuple[Fleet
 def test_every_run_is_found_and_diagnosed(fleet: Fleet,
                                           first: tuple[FleetResult, Path]) -> None:
     result, _ = first
-    assert [r["path"] for r in result.rows] == fleet.runs
+    # each copied run is found once, at its folder or (files kept in a subfolder such as
+    # detectron2's output/) below it
+    assert ["/".join(r["path"].split("/")[:2]) for r in result.rows] == fleet.runs
     assert result.diagnosed == len(fleet.runs) and result.cached == 0
-    assert not [r for r in result.rows if r["error"]]
+    # the only errors are the public cases autopsy cannot read (analyze exits 2 on them)
+    unread = [r for r in result.rows if r["error"]]
+    assert all(r["error"].startswith("nothing readable") for r in unread)
+    assert all(r["path"].startswith("public/") for r in unread)
+    got = CliRunner().invoke(cli, ["analyze", str(fleet.root / unread[0]["path"])])
+    assert got.exit_code == 2 and "nothing readable" in got.stderr
 
 
 def test_each_report_is_what_analyze_prints(fleet: Fleet,
@@ -62,7 +69,10 @@ def test_copies_of_one_failure_are_one_cluster(fleet: Fleet,
 def test_the_host_that_fails_more_is_named(fleet: Fleet,
                                            first: tuple[FleetResult, Path]) -> None:
     result, cache = first
-    failed = [r["path"] for r in result.rows if r["family"] not in ("healthy", "unknown")]
+    # the lemon runs only software failures (a bad image, say): 25 of them in a fleet where
+    # most runs fail is past chance, and only there
+    failed = [r["path"] for r in result.rows
+              if r["family"] not in ("healthy", "unknown", None) and not r["hardware"]]
     others = [r["path"] for r in result.rows if r["path"] not in failed[:LEMON_RUNS]]
     with open(fleet.hosts_csv, "w", encoding="utf-8", newline="") as fh:
         out = csv.writer(fh)

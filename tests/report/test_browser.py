@@ -143,3 +143,21 @@ def test_report_in_headless_chromium(browser: tuple[str, Path], tmp_path: Path, 
         assert img["complete"] and img["natural"] > 0, img
     shot = screenshot(binary, tmp_path, report, int(seen["height"]))
     assert shot.stat().st_size > 50_000
+
+
+def test_fleet_page_in_headless_chromium(browser: tuple[str, Path], tmp_path: Path) -> None:
+    """``autopsy fleet -o fleet.html``: the tables and the failures-over-time plot load."""
+    binary, work = browser
+    root = tmp_path / "fleet"
+    for name in ("ddp_rank_exception", "diverging_finite", "healthy_hf_trainer",
+                 "nan_after_grad_spike"):
+        shutil.copytree(SAMPLE_RUNS / name, root / name)
+    page = tmp_path / "fleet.html"
+    result = CliRunner().invoke(cli, ["fleet", str(root), "-o", str(page), "--jobs", "1",
+                                      "--no-cache"], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    seen = probe(binary, work, page)
+    assert len(seen["images"]) == 1
+    assert seen["images"][0]["complete"] and seen["images"][0]["natural"] > 0, seen["images"]
+    shot = screenshot(binary, tmp_path, page, int(seen["height"]))
+    assert shot.stat().st_size > 20_000
