@@ -231,7 +231,7 @@ def _render(rep: Any, fmt: str, out: Any, verbose: bool, output: str | None = No
     if fmt == "html":
         from autopsy.report.html_report import render_analysis_html
 
-        render_analysis_html(rep.run, rep.diagnosis, out, rank_status=rep.rank_status)
+        render_analysis_html(rep, out)
     elif fmt == "markdown":
         from autopsy.report.markdown_report import render_analysis_markdown
 
@@ -239,15 +239,13 @@ def _render(rep: Any, fmt: str, out: Any, verbose: bool, output: str | None = No
         target = Path(output) if output else None
         if target is not None and target.exists() and not target.is_file():
             target = None
-        render_analysis_markdown(rep.run, rep.diagnosis, out, rank_status=rep.rank_status,
-                                 output=target)
+        render_analysis_markdown(rep, out, output=target)
     elif fmt == "json":
         out.write(rep.to_json())
     else:
         from autopsy.report.text_report import render_analysis
 
-        render_analysis(rep.run, rep.diagnosis, out, verbose=verbose,
-                        rank_status=rep.rank_status)
+        render_analysis(rep, out, verbose=verbose)
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=exitcodes.HELP_TEXT)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from autopsy.report.plots import RenderedPlot
+    from autopsy.report.report import Report
     from autopsy.rules.engine import Diagnosis
 
 #: Most rows of the long tables (config, tags, sources); the JSON form has them all.
@@ -296,9 +297,10 @@ def footer(run: Run) -> str:
             "self-contained page: no script, nothing loaded from the network")
 
 
-def render_analysis_html(run: Run, diagnosis: Diagnosis, out: IO[str], *,
-                         rank_status: pd.DataFrame | None = None, plots: bool = True) -> None:
-    """Write the HTML report to ``out`` (plots rendered unless ``plots`` is False)."""
+def render_analysis_html(report: Report, out: IO[str], *, plots: bool = True) -> None:
+    """Write the HTML report of ``report`` to ``out`` (plots rendered unless ``plots`` is
+    False)."""
+    run, diagnosis, rank_status = report.run, report.diagnosis, report.rank_status
     rendered: list[RenderedPlot] = []
     note = None
     if plots and plotting_available():

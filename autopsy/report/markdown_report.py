@@ -12,15 +12,13 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from autopsy._version import __version__
-from autopsy.model.run import Run
 from autopsy.report._html import Image, md_esc, to_markdown
 from autopsy.report.html_report import NO_MATPLOTLIB, analysis_blocks, plotting_available
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
 
     from autopsy.report.plots import RenderedPlot
-    from autopsy.rules.engine import Diagnosis
+    from autopsy.report.report import Report
 
 #: Said instead of the plots when the report goes to stdout.
 NO_PLOTS_NOTE = ("Plots are left out when the report goes to stdout; write it to a file "
@@ -57,14 +55,14 @@ def remove_stale_plots(folder: Path) -> None:
             stale.unlink()
 
 
-def render_analysis_markdown(run: Run, diagnosis: Diagnosis, out: IO[str], *,
-                             rank_status: pd.DataFrame | None = None,
+def render_analysis_markdown(report: Report, out: IO[str], *,
                              output: Path | None = None) -> None:
-    """Write the Markdown report to ``out``.
+    """Write the Markdown report of ``report`` to ``out``.
 
     ``output`` is the path of the file ``out`` writes to: with it the plots are rendered
     into :func:`plots_dir_for` and linked; without it (stdout) they are left out.
     """
+    run, diagnosis, rank_status = report.run, report.diagnosis, report.rank_status
     rendered: list[RenderedPlot] = []
     note = None
     if output is not None and plotting_available():

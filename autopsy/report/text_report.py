@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     from rich.console import Console
 
-    from autopsy.rules.engine import Diagnosis
+    from autopsy.report.report import Report
 
 STYLE: dict[Family, str] = {Family.HEALTHY: "bold green", Family.UNKNOWN: "bold yellow"}
 MAX_OTHERS = 12
@@ -52,12 +52,13 @@ def _esc(text: str) -> str:
     return escape(clean(text))
 
 
-def render_analysis(run: Run, diagnosis: Diagnosis, out: IO[str], *, verbose: bool = False,
-                    rank_status: pd.DataFrame | None = None) -> None:
-    """Write the analysis report to ``out``; colour only when it is a terminal.
+def render_analysis(report: Report, out: IO[str], *, verbose: bool = False) -> None:
+    """Write the analysis report of ``report`` to ``out``; colour only when it is a terminal.
 
-    With ``rank_status`` (``autopsy ranks``), the per-rank table follows the verdict.
+    With a rank status (``autopsy ranks``, or a run of several ranks), the per-rank table
+    follows the verdict.
     """
+    run, diagnosis, rank_status = report.run, report.diagnosis, report.rank_status
     from rich.console import Console
 
     console = Console(file=out, highlight=False)

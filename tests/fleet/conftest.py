@@ -18,7 +18,7 @@ from corpus_stats import split_of
 REPEATED = "ddp_rank_exception"
 COPIES = 6
 #: Public dev cases added to the fleet (the first ones in name order).
-PUBLIC_CASES = 120
+PUBLIC_CASES = 250
 HOSTS = 12
 LEMON = "node-07"
 LEMON_RUNS = 25

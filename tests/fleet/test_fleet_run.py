@@ -1,4 +1,4 @@
-"""``autopsy fleet`` over a fleet of ~170 runs: the table against per-run ``analyze``, the
+"""``autopsy fleet`` over a fleet of ~300 runs: the table against per-run ``analyze``, the
 signature clusters, the lemon host, the cache, the Dask path, and the CLI's outputs."""
 
 from __future__ import annotations

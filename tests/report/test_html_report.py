@@ -15,6 +15,7 @@ from autopsy.ckpt.audit import audit_path
 from autopsy.report._html import esc
 from autopsy.report.ckpt_html import render_ckpt_html
 from autopsy.report.html_report import render_analysis_html
+from autopsy.report.report import Report
 from autopsy.signals.ranks import rank_status
 
 HOSTILE = '<script>alert("x")</script> & <img src=x onerror=alert(1)>'
@@ -45,7 +46,7 @@ def parse(page: str) -> Tags:
 def analyze_html(path: Path, ranks: bool = False) -> str:
     run = load_run(path)
     out = io.StringIO()
-    render_analysis_html(run, diagnose(run), out, rank_status=rank_status(run) if ranks else None)
+    render_analysis_html(Report(run, diagnose(run), rank_status(run) if ranks else None), out)
     return out.getvalue()
 
 
@@ -190,7 +191,7 @@ def test_could_not_decide_is_amber_and_says_why() -> None:
     diagnosis = Diagnosis(verdict=Verdict.unknown("the run lacks <signals>"), findings=(),
                           skipped=(), ran=())
     out = io.StringIO()
-    render_analysis_html(run, diagnosis, out, plots=False)
+    render_analysis_html(Report(run, diagnosis), out, plots=False)
     page = out.getvalue()
     assert 'class="verdict warn"' in page
     assert "VERDICT: unknown" in page and "the run lacks &lt;signals&gt;" in page

@@ -15,6 +15,7 @@ from autopsy.ckpt.audit import audit_path
 from autopsy.report._html import md_code, md_esc
 from autopsy.report.ckpt_html import render_ckpt_markdown
 from autopsy.report.markdown_report import NO_PLOTS_NOTE, render_analysis_markdown
+from autopsy.report.report import Report
 from autopsy.signals.ranks import rank_status
 
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
@@ -27,8 +28,8 @@ def to_html(markdown: str) -> str:
 def write_md(run_dir: Path, output: Path | None, ranks: bool = False) -> str:
     run = load_run(run_dir)
     out = io.StringIO()
-    render_analysis_markdown(run, diagnose(run), out,
-                             rank_status=rank_status(run) if ranks else None, output=output)
+    render_analysis_markdown(Report(run, diagnose(run), rank_status(run) if ranks else None),
+                             out, output=output)
     return out.getvalue()
 
 
