@@ -6,9 +6,9 @@ Each run is one task (:func:`autopsy.fleet.task.diagnose_one`). The local pool
 starts a ``distributed.LocalCluster`` (the ``fleet`` extra: ``pip install
 'train-autopsy[fleet]'``). Results come back as they finish.
 
-The per-run time limit is enforced by the worker process itself (a timer signal), which
-a local pool worker and a single-process run allow; Dask runs tasks in worker threads,
-where it cannot be, so on Dask a run past the limit holds its worker until it ends.
+The per-run time limit is enforced where the run is diagnosed: by a timer signal in a
+local pool worker (or the calling process), and in a Dask worker's task thread by raising
+the timeout in that thread (see :func:`autopsy.fleet.task._time_limit`).
 """
 
 from __future__ import annotations

@@ -28,24 +28,56 @@ class RunTimeout(BaseException):
     KeyboardInterrupt, so that no reader's own error handling can swallow it)."""
 
 
+def _raise_in(thread_id: int) -> None:
+    """Raise :class:`RunTimeout` in the thread ``thread_id`` at its next bytecode."""
+    import ctypes
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
+                                               ctypes.py_object(RunTimeout))
+
+
 @contextmanager
 def _time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`RunTimeout` in this thread after ``seconds`` (main thread only: a
-    worker process's; Dask threads are limited by the driver instead)."""
-    if not seconds or threading.current_thread() is not threading.main_thread():
+    """Raise :class:`RunTimeout` in this thread after ``seconds``.
+
+    In a process's main thread (a local pool worker, a run in the calling process) by a
+    timer signal; in another thread (a Dask worker runs tasks in threads) by raising the
+    exception in that thread from a timer thread, which takes effect between two Python
+    bytecodes (a single long C call, such as one regex over a huge line, finishes first).
+    """
+    if not seconds:
         yield
         return
+    if threading.current_thread() is threading.main_thread():
+        def expired(signum: int, frame: Any) -> None:
+            raise RunTimeout
 
-    def expired(signum: int, frame: Any) -> None:
-        raise RunTimeout
+        previous = signal.signal(signal.SIGALRM, expired)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        return
+    lock = threading.Lock()
+    state = {"done": False}
+    target = threading.get_ident()
 
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    def fire() -> None:
+        with lock:
+            if not state["done"]:
+                _raise_in(target)
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        with lock:
+            state["done"] = True
+        timer.cancel()
 
 
 def empty_row(root: Path, path: Path) -> dict[str, Any]:

@@ -114,6 +114,9 @@ def test_the_dask_path_gives_the_same_rows(fleet: Fleet) -> None:
     assert on_dask.reports == local.reports
     strip = [{k: v for k, v in r.items() if k != "elapsed_s"} for r in on_dask.rows]
     assert strip == [{k: v for k, v in r.items() if k != "elapsed_s"} for r in local.rows]
+    # a run past its time limit on a Dask worker (a task thread, no signals) is a row
+    late = run_fleet([sub], jobs=2, dask="local", timeout=0.001)
+    assert {r["error"] for r in late.rows} == {"timed out after 0.001 s"}
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet", ".html"])
