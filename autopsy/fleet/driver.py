@@ -98,12 +98,16 @@ def run_fleet(roots: list[Path], *, jobs: int = 0, dask: str | None = None,
 
 
 def write_reports(result: FleetResult, folder: Path) -> None:
-    """Each run's JSON report as ``FOLDER/<path with / as __>.json``."""
+    """Each run's JSON report as ``FOLDER/<path with / as __>.json`` (prefixed by its root's
+    name and number when the fleet has several roots, which may hold the same paths)."""
     folder.mkdir(parents=True, exist_ok=True)
+    roots = list(dict.fromkeys(row["root"] for row in result.rows))
     for row, report in zip(result.rows, result.reports, strict=True):
         if report is None:
             continue
         name = row["path"].replace("/", "__") or "run"
+        if len(roots) > 1:
+            name = f"{roots.index(row['root'])}_{Path(row['root']).name}__{name}"
         with open(folder / f"{name}.json", "w", encoding="utf-8") as fh:
             json.dump(report, fh, indent=2, allow_nan=False, ensure_ascii=False)
             fh.write("\n")

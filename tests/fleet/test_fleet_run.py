@@ -159,3 +159,15 @@ def test_cli_summary_as_json_and_errors(fleet: Fleet, tmp_path: Path) -> None:
     inside = runner.invoke(cli, ["fleet", str(fleet.root / "repeats"), "-o",
                                  str(fleet.root / "repeats" / "job0" / "t.csv")])
     assert inside.exit_code == 2
+
+
+def test_reports_of_two_roots_do_not_overwrite_each_other(fleet: Fleet, tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    got = CliRunner().invoke(cli, ["fleet", str(fleet.root / "repeats"),
+                                   str(fleet.root / "samples"), "--jobs", "2", "--no-cache",
+                                   "--reports", str(out)])
+    assert got.exit_code == 1, got.output
+    written = sorted(p.name for p in out.iterdir())
+    assert len(written) == COPIES + len(list((fleet.root / "samples").iterdir()))
+    one = json.loads((out / written[0]).read_text())
+    assert one["schema_version"] == 1 and "verdict" in one
