@@ -25,9 +25,15 @@ from autopsy.fleet.task import diagnose_one, empty_row
 
 def _local(jobs: list[tuple[Path, Path]], workers: int, sets: tuple[str, ...],
            timeout: float | None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The local pool. A worker killed by the OS (a host OOM kill, a segfault in a native
+    library) breaks the whole pool and fails every run still in it; those runs are then
+    diagnosed again one by one, each in a pool of its own, so only the run that kills its
+    worker gets a row with the error."""
     import multiprocessing
+    from concurrent.futures.process import BrokenProcessPool
 
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    broken: list[int] = []
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         pending = {pool.submit(diagnose_one, str(root), str(path), sets, timeout): i
                    for i, (root, path) in enumerate(jobs)}
@@ -35,7 +41,16 @@ def _local(jobs: list[tuple[Path, Path]], workers: int, sets: tuple[str, ...],
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 i = pending.pop(future)
+                if isinstance(future.exception(), BrokenProcessPool):
+                    broken.append(i)
+                    continue
                 yield i, _result(future, jobs[i])
+    for i in sorted(broken):
+        root, path = jobs[i]
+        with ProcessPoolExecutor(max_workers=1, mp_context=context) as alone:
+            future = alone.submit(diagnose_one, str(root), str(path), sets, timeout)
+            wait([future])
+            yield i, _result(future, jobs[i])
 
 
 def _result(future: Any, job: tuple[Path, Path]) -> dict[str, Any]:

@@ -91,3 +91,31 @@ def test_autopsy_failing_on_a_run_is_a_row_with_the_error(
     got = task.diagnose_one(str(SAMPLE_RUNS), str(SAMPLE_RUNS / "diverging_finite"))
     assert got["row"]["error"] == "autopsy failed: RuntimeError: a reader bug"
     json.dumps(got, allow_nan=False)  # a row is always plain, strict JSON
+
+
+def _killed_on_one(root: str, path: str, *args: object) -> dict:
+    """diagnose_one, but the worker dies on one run (module level: the pool pickles it)."""
+    import os
+
+    if path.endswith("healthy_hf_trainer"):
+        os._exit(137)  # as the kernel's OOM killer leaves it: no exception, no result
+    return task.diagnose_one(root, path, *args)  # type: ignore[arg-type]
+
+
+def test_a_worker_killed_by_the_os_costs_only_its_run(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose worker dies (a host OOM kill) breaks the pool; the other runs are
+    diagnosed again alone and only that run's row has the error."""
+    import shutil
+
+    from autopsy.fleet import execute
+    from autopsy.fleet.driver import run_fleet
+
+    for name in ("diverging_finite", "healthy_hf_trainer", "nan_after_grad_spike"):
+        shutil.copytree(SAMPLE_RUNS / name, tmp_path / name)
+    monkeypatch.setattr(execute, "diagnose_one", _killed_on_one)
+    got = run_fleet([tmp_path], jobs=2)
+    errors = {r["path"]: r["error"] for r in got.rows}
+    assert errors["healthy_hf_trainer"].startswith("worker failed: BrokenProcessPool")
+    assert errors["diverging_finite"] is None and errors["nan_after_grad_spike"] is None
+    assert {r["family"] for r in got.rows if r["error"] is None} == {"diverging", "nan_inf"}
