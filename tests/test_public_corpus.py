@@ -84,6 +84,9 @@ KNOWN_UNREAD_DEV_CASES: dict[str, str] = {
     "keras_stdout_kanji_cnn_three_fit_stages_val_spike_recovers_early_stop_healthy": (
         "the Keras output is a string inside a Python source file (*_training_log.py); a run "
         "directory's .py files are its code, never read as logs"),
+    "generic_log_medsynthesis_gan_generator_loss_rising_discriminator_exploding_diverging_issue_14":
+        "a GAN's hand-written report blocks ('average running loss for generator between iter "
+        "[201, 300] is: 559.8'): two windows of running averages, no per-step lines",
 }
 
 

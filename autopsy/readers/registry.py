@@ -29,6 +29,7 @@ READER_MODULES: tuple[str, ...] = (
     "autopsy.readers.ultralytics_csv",
     "autopsy.readers.epoch_csv",
     "autopsy.readers.jsonl_metrics",
+    "autopsy.readers.history_json",
     "autopsy.readers.chainer_log",
     "autopsy.readers.log_history",
     "autopsy.readers.ranklogs",

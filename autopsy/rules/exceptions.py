@@ -80,7 +80,9 @@ SIGNATURES: tuple[Signature, ...] = (
          "fp16 gradients overflowed at every loss scale down to the minimum"),
     _sig("nan_loss", Family.NAN_INF, None,
          r"Loss became infinite or NaN|Model diverged with loss = NaN|NaN loss during training|"
-         r"loss is (?:nan|inf)|Loss is (?:nan|inf)|non-finite loss|Function '\w+' returned nan",
+         r"loss is (?:nan|inf)|Loss is (?:nan|inf)|non-finite loss|Function '\w+' returned nan|"
+         # a training script's own check: raise ValueError('NaN loss') (MindEyeV2)
+         r"\b(?:NaN|nan|Inf|inf) loss\b",
          "the framework stopped on a non-finite loss"),
     # Megatron-LM's check of each gradient bucket before the data-parallel reduction
     # (an AssertionError, or the rerun state machine's RuntimeError)

@@ -26,6 +26,8 @@ from autopsy.rules.exceptions import SIGNATURES, classify_text, interrupted_wait
     ("FloatingPointError", "Minimum loss scale reached (0.0001). Your loss is probably "
      "exploding.", Family.NAN_INF, "fp16_overflow"),
     ("FloatingPointError", "Loss became infinite or NaN at iteration=27!", Family.NAN_INF, None),
+    # a training script's own check (MindEyeV2's utils.check_loss)
+    ("ValueError", "NaN loss", Family.NAN_INF, None),
     # GPT-NeoX's OverflowMonitor (gpt-neox#482) and DeepSpeed's loss scaler at its minimum
     ("Exception", "Skipped 50 iterations in a row due to Overflow - Exiting training.",
      Family.NAN_INF, "fp16_overflow"),
