@@ -65,6 +65,11 @@ SEEN_TEST_CASES = frozenset({
     # 2026-11-26: its verdict was printed while the history_json reader was checked on its
     # dev-half sibling (the same repository's other history.json)
     "other_keras_history_json_ptychopinn_negative_nll_loss_healthy",
+    # 2026-11-26: named with their verdict's family as signature examples when `autopsy
+    # fleet` was tried on all of sample_runs/ (the test half included, by mistake)
+    "bilstm_relation_loss_stuck_0_69_issue_870",
+    "caffe_caffenet_imagenet_loss_6_99_then_nan_iteration_80_issue_399",
+    "cellpose_cumulative_time_loss_0_57_to_0_44_epoch_110_healthy_issue_450",
 })
 REPO = Path(__file__).resolve().parent.parent
 
