@@ -114,9 +114,16 @@ def test_the_dask_path_gives_the_same_rows(fleet: Fleet) -> None:
     assert on_dask.reports == local.reports
     strip = [{k: v for k, v in r.items() if k != "elapsed_s"} for r in on_dask.rows]
     assert strip == [{k: v for k, v in r.items() if k != "elapsed_s"} for r in local.rows]
-    # a run past its time limit on a Dask worker (a task thread, no signals) is a row
+    # a run past its time limit on a Dask worker (a task thread, no signals) is a row; the
+    # limit takes effect between bytecodes, so a run inside one long wait (its reader's own
+    # process pool) may finish first: every row is a timeout or a full result, never another
+    # error, and the fleet ends
     late = run_fleet([sub], jobs=2, dask="local", timeout=0.001)
-    assert {r["error"] for r in late.rows} == {"timed out after 0.001 s"}
+    errors = [r["error"] for r in late.rows]
+    assert set(errors) <= {"timed out after 0.001 s", None}
+    assert "timed out after 0.001 s" in errors
+    done = [r for r in late.rows if r["error"] is None]
+    assert all(r["family"] == "crash" for r in done)
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet", ".html"])
