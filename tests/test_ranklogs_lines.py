@@ -162,3 +162,66 @@ def test_terminal_wrapped_oom_message_is_joined(tmp_path: Path) -> None:
     oom = part.events[part.events["kind"] == "oom"]
     assert len(oom) == 1 and oom["line"].iloc[0] == 2
     assert oom["details"].iloc[0]["reserved"] == round(1.24 * 2**30)
+
+
+# A traceback pasted with its editor's line numbers (the numbers the paste starts from are
+# the log's own line numbers: 1173, 1174, ...), in the message format PyTorch 2.x prints.
+NUMBERED_OOM = (
+    "1173 Traceback (most recent call last):\n"
+    '1174   File "/home/user/repo/train.py", line 834, in <module>\n'
+    "1175     loss.backward()\n"
+    '1176   File "/usr/lib/python3.10/site-packages/torch/_tensor.py", line 522, in backward\n'
+    "1177     torch.autograd.backward(\n"
+    f"1178 {OOM}\n"
+)
+
+
+def test_a_paste_with_line_numbers_is_read_without_them(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(NUMBERED_OOM)
+    part = _read(log)
+    oom = part.events[part.events["kind"] == "oom"]
+    assert len(oom) == 1
+    assert oom["details"].iloc[0]["tried"] == 22 * 2**20
+    assert oom["line"].iloc[0] == 6  # the file's own line, not the pasted number
+    assert not oom["message"].iloc[0].startswith("1178")
+    tb = part.events[part.events["kind"] == "traceback"]
+    assert len(tb) == 1
+    details = tb["details"].iloc[0]
+    assert details["exception"] == "torch.OutOfMemoryError"
+    assert [f["line"] for f in details["frames"]] == [834, 522]
+
+
+def test_cat_n_numbered_metric_lines_keep_their_values(tmp_path: Path) -> None:
+    # ``cat -n``: the number right-aligned in six columns, then a tab
+    rows = [f"{{'loss': {2.0 - i / 10:.1f}, 'learning_rate': 5e-05, 'epoch': {i / 10:.1f}}}"
+            for i in range(1, 9)]
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"{n:6d}\t{row}\n" for n, row in enumerate(rows, 1)))
+    part = _read(log)
+    loss = part.scalars[part.scalars["tag"] == "loss"]["value"].round(3).tolist()
+    assert loss == [round(2.0 - i / 10, 3) for i in range(1, 9)]
+
+
+def test_numbered_lines_across_blocks(tmp_path: Path, monkeypatch) -> None:
+    from autopsy.readers.ranklogs import lines as lines_mod
+
+    monkeypatch.setattr(lines_mod, "BLOCK_BYTES", 4096)
+    rows = [f"step {i} loss {1.0 / i:.6f}" for i in range(1, 2001)]
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"{n} {row}\n" for n, row in enumerate(rows, 1)))
+    assert log.stat().st_size > 10 * 4096
+    part = _read(log)
+    loss = part.scalars[part.scalars["tag"] == "loss"].sort_values("step")
+    assert loss["step"].tolist() == list(range(1, 2001))
+    assert loss["value"].iloc[-1] == round(1.0 / 2000, 6)
+
+
+def test_what_is_not_a_numbered_paste() -> None:
+    from autopsy.readers.ranklogs.lines import numbered_lines
+
+    assert numbered_lines(NUMBERED_OOM.encode())
+    assert not numbered_lines(b"1 0.52\n2 0.50\n3 0.47\n4 0.45\n")  # a bare step/value table
+    assert not numbered_lines(b"1 step a\n2 step b\n4 step c\n")  # not consecutive
+    assert not numbered_lines(b"1 step a\n2 step b\n")  # too few lines
+    assert not numbered_lines(b"Epoch 1 loss 0.5\nEpoch 2 loss 0.4\nEpoch 3 loss 0.3\n")

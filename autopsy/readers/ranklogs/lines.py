@@ -29,6 +29,15 @@ CARRY_WINDOW = 256 << 10
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 
+#: A log pasted with a line number before every line (copied from an editor, a file viewer
+#: or ``cat -n``) is recognised from this many of its first lines, numbered consecutively.
+NUMBERED_MIN_LINES = 3
+#: How much of the file's start :func:`numbered_lines` looks at.
+NUMBERED_HEAD_BYTES = 4096
+_NUMBERED = re.compile(rb"^[ \t]*(\d{1,9})(?:[ \t](.*))?$")
+_NUMBER_PREFIX = re.compile(rb"(?m)^[ \t]*\d{1,9}(?:[ \t]|$)")
+_WORD = re.compile(rb"[A-Za-z]{2,}")
+
 
 @dataclass
 class Block:
@@ -79,6 +88,39 @@ def looks_like_text(head: bytes) -> bool:
         return False
     bad = head.decode("utf-8", errors="replace").count("\ufffd")
     return bad <= max(4, n // 10)
+
+
+def numbered_lines(head: bytes) -> bool:
+    """Whether a file's first lines each start with their own line number (``1173 Traceback
+    (most recent call last):``, then ``1174   File ...``): a paste that carries its editor's
+    line numbers. At least :data:`NUMBERED_MIN_LINES` whole lines, every one numbered one
+    more than the line before, and words after the numbers on at least half of them (a
+    table of a bare step and a value, ``1 0.52``, is data, not a numbered paste)."""
+    lines = head.split(b"\n")
+    if len(head) >= NUMBERED_HEAD_BYTES:
+        lines = lines[:-1]  # the last one may be cut
+    lines = [line.rstrip(b"\r") for line in lines]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if len(lines) < NUMBERED_MIN_LINES:
+        return False
+    previous, worded = None, 0
+    for line in lines:
+        m = _NUMBERED.match(line)
+        if m is None:
+            return False
+        number = int(m.group(1))
+        if previous is not None and number != previous + 1:
+            return False
+        previous = number
+        worded += bool(m.group(2) and _WORD.search(m.group(2)))
+    return 2 * worded >= len(lines)
+
+
+def strip_numbers(data: bytes) -> bytes:
+    """``data`` with the line number (and the one blank after it) taken off every line that
+    starts with one (see :func:`numbered_lines`)."""
+    return _NUMBER_PREFIX.sub(b"", data)
 
 
 def iter_blocks(stream: BinaryIO, carry_markers: tuple[bytes, ...] = (),

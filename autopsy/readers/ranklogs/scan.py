@@ -30,11 +30,14 @@ from autopsy.readers.ranklogs.budget import max_points, thin_columns
 from autopsy.readers.ranklogs.fastpath import Found, block_hits, marker_offsets
 from autopsy.readers.ranklogs.layout import PathInfo, inline_rank, path_info, split_prefix
 from autopsy.readers.ranklogs.lines import (
+    NUMBERED_HEAD_BYTES,
     clean,
     iter_blocks,
     looks_like_text,
+    numbered_lines,
     open_binary,
     read_head,
+    strip_numbers,
 )
 from autopsy.readers.ranklogs.markers import (
     BLOCK_MARKERS,
@@ -359,12 +362,15 @@ def scan_file(path: Path, rel: str, cap: int | None = None) -> FileResult:
     if head and not looks_like_text(head):
         out.problems.append(Problem(rel, "does not look like text; not read", kind="not_text"))
         return out
-    found = marker_offsets(path)
+    numbered = numbered_lines(read_head(path, NUMBERED_HEAD_BYTES))
+    # a numbered paste is read with its numbers taken off, block by block: the fast path's
+    # offsets are the file's, so it is not used
+    found = None if numbered else marker_offsets(path)
     if found is not None:
         fast = _scan_text(path, rel, info, found, cap)
         if fast is not None:
             return fast
-    done = _scan_text(path, rel, info, None, cap)
+    done = _scan_text(path, rel, info, None, cap, numbered=numbered)
     out = done if done is not None else out
     if not len(out.scalars):
         _read_structured(path, rel, info, out)
@@ -403,10 +409,12 @@ def _read_structured(path: Path, rel: str, info: PathInfo, out: FileResult) -> N
 
 
 def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None,
-               cap: int | None = None) -> FileResult | None:
+               cap: int | None = None, numbered: bool = False) -> FileResult | None:
     """Scan a text log; with ``found`` (the fast path's hits), None if they fail a block
     (an over-long line, a file changed meanwhile): the caller starts again without them.
-    Lines are counted here, block by block (the shape-read lines have no tool line)."""
+    Lines are counted here, block by block (the shape-read lines have no tool line).
+    ``numbered``: every line starts with its line number (:func:`.lines.numbered_lines`),
+    taken off before the lines are read."""
     out = FileResult(source=rel)
     if cap is not None:
         out.scalars = ScalarColumns(cap=cap)
@@ -420,12 +428,13 @@ def _scan_text(path: Path, rel: str, info: PathInfo, found: Found | None,
             counted = found is None or found.lines is None or found.events_only
             for block in iter_blocks(stream, BLOCK_MARKERS, count_lines=counted):
                 truncated += block.truncated_lines
+                data = strip_numbers(block.data) if numbered else block.data
                 hits = None
                 if found is not None:
                     hits = block_hits(block.data, block.offset, found)
                     if hits is None:
                         return None
-                _scan_block(block.data, block.first_line, state, hits,
+                _scan_block(data, block.first_line, state, hits,
                             events_only=found is not None and found.events_only,
                             counted=counted)
                 if size:  # the bytes read so far (a block after a cut long line has no offset)
