@@ -154,3 +154,33 @@ def test_keras2_epoch_1_of_1_headers_in_a_loop(tmp_path: Path) -> None:
         "Epoch 1/1\n1/1 [==============================] - 233s 233s/step - loss: 0.1518\n",
         encoding="utf-8")
     assert list(autopsy.load_run(tmp_path).series("loss").items()) == [(1, 0.1518)]
+
+
+@pytest.mark.parametrize("metric", ["sparse_categorical_accuracy", "binary_accuracy"])
+def test_keras_accuracy_metrics_named_by_kind_are_the_accuracy(tmp_path: Path,
+                                                                  metric: str) -> None:
+    """``compile(metrics=[keras.metrics.SparseCategoricalAccuracy()])`` (or the name string)
+    makes Keras log ``sparse_categorical_accuracy`` and ``val_sparse_categorical_accuracy``:
+    the training and the eval accuracy the rules judge."""
+    import keras
+    import numpy as np
+
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 8)).astype("float32")
+    y = (x[:, 0] > 0).astype("int32")
+    binary = metric == "binary_accuracy"
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(
+        1 if binary else 2, activation="sigmoid" if binary else "softmax")])
+    model.compile(optimizer=keras.optimizers.SGD(0.1),
+                  loss="binary_crossentropy" if binary else "sparse_categorical_crossentropy",
+                  metrics=[metric])
+    with contextlib.redirect_stdout(io.StringIO()):
+        hist = model.fit(x, y, epochs=4, batch_size=32, verbose=0, validation_split=0.25,
+                         callbacks=[keras.callbacks.CSVLogger(str(tmp_path / "training.log"))])
+    header = (tmp_path / "training.log").read_text().splitlines()[0]
+    assert f"val_{metric}" in header  # what Keras itself wrote
+    run = autopsy.load_run(tmp_path)
+    assert list(run.series("accuracy").values) == pytest.approx(hist.history[metric])
+    assert list(run.series("eval_accuracy").values) == pytest.approx(
+        hist.history[f"val_{metric}"])

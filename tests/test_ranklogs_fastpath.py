@@ -132,8 +132,8 @@ def test_generated_identical(engine: str, huge: bool, tmp_path: Path,
     used: list[bool] = []
     real = scan._scan_text
 
-    def spy(*args: object) -> scan.FileResult | None:
-        got = real(*args)  # type: ignore[arg-type]
+    def spy(*args: object, **kwargs: object) -> scan.FileResult | None:
+        got = real(*args, **kwargs)  # type: ignore[arg-type]
         used.append(args[3] is not None and got is not None)
         return got
 

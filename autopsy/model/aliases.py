@@ -28,12 +28,16 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
         "main/loss",  # Chainer's LogReport: the observed model is named "main"
         "cost",  # TF1 tutorials print their loss as ``cost = X``
         "loss_train",  # litgpt: ``loss train: 1.062, val: 1.057``
+        # the training loss averaged over the batches so far or over the epoch, as loops
+        # that keep a running mean print it
+        "avg_loss", "average_loss", "mean_loss", "running_loss", "loss_avg", "epoch_loss",
     ),
     "eval_loss": (
         "eval_loss", "eval/loss", "val_loss", "val/loss", "validation_loss", "validation/loss",
         "loss/eval", "loss/val", "valid_loss", "valid/loss", "test_loss", "test/loss",
         "val/loss_sum",
         "validation/main/loss",  # Chainer's Evaluator
+        "dev_loss", "dev/loss",  # NLP scripts evaluate on the "dev" split
     ),
     "grad_norm": (
         "grad_norm", "train/grad_norm", "gradient_norm", "grad-norm", "grad norm", "gradnorm",
@@ -113,10 +117,21 @@ TAG_ALIASES: dict[str, tuple[str, ...]] = {
     "total_flos": ("train/total_flos",),
     "eval_accuracy": ("eval_accuracy", "eval/accuracy", "val_acc", "val/acc", "val_accuracy",
                       "validation accuracy", "validation_accuracy",
-                      "validation/main/accuracy"),  # Chainer's Evaluator
+                      "validation/main/accuracy",  # Chainer's Evaluator
+                      # a held-out split named test or dev, as test_loss is the eval loss
+                      "eval_acc", "test_acc", "test_accuracy", "test/acc", "test/accuracy",
+                      "dev_acc", "dev_accuracy",
+                      "eval_top1"),  # timm's summary.csv: top-1 accuracy in percent
     "accuracy": ("accuracy", "train/accuracy", "train_acc", "acc",
                  "acc@1",  # the PyTorch ImageNet example's AverageMeter (top-1, in percent)
-                 "main/accuracy"),  # Chainer's LogReport
+                 "main/accuracy",  # Chainer's LogReport
+                 # Keras names the metric after its kind when compile(metrics=[...]) asks
+                 # for it by class or full name
+                 "sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy",
+                 # top-1 accuracy: the old PyTorch ImageNet example (Prec@1), timm and the
+                 # torchvision references (acc1), mmcls (accuracy_top-1), tf_cnn_benchmarks
+                 "top1", "acc1", "prec@1", "prec1", "top1_acc", "acc_top1",
+                 "accuracy_top_1", "top_1_accuracy"),
     "perplexity": ("perplexity", "ppl", "train/perplexity", "train/ppl"),
     "eval_perplexity": ("eval_perplexity", "eval/perplexity", "val_ppl", "eval/ppl", "valid_ppl",
                         "validation perplexity", "validation_perplexity"),
@@ -144,11 +159,26 @@ JOINED_PHASE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("val_", "eval_"),
     ("valid_", "eval_"),
     ("validation_", "eval_"),
+    ("test_", "eval_"),
+    ("dev_", "eval_"),
 )
 
 _LOOKUP: dict[str, str] = {
     raw: canon for canon, raws in TAG_ALIASES.items() for raw in (canon, *raws)
 }
+
+
+def alias_rank(raw: str, canonical: str) -> int:
+    """How directly ``raw`` names ``canonical``: 0 for the name itself, then its place in
+    :data:`TAG_ALIASES` (its most usual spellings first), and last a name that reached it
+    through a prefix rule (``Train-accuracy``). Where one file writes two names of one
+    quantity on the same steps (``loss`` and ``total_loss``, ``acc`` and ``top1``), the
+    lower rank keeps the canonical name (:func:`~autopsy.model.scalars.make_scalars`)."""
+    names = (canonical, *TAG_ALIASES.get(canonical, ()))
+    for key in (raw.strip().lower(), normalise(raw)):
+        if key in names:
+            return names.index(key)
+    return len(names)
 
 
 def normalise(raw: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from autopsy.model.aliases import canonical_tag
+from autopsy.model.aliases import alias_rank, canonical_tag, normalise
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -71,6 +71,8 @@ def make_scalars(
     n = len(steps)
     raw = _categorical(raw_tag, n)
     canon = [canonical_tag(str(c)) for c in raw.categories]
+    if len(set(canon)) < len(canon):
+        canon = _one_name_per_point(canon, raw, steps, source, n)
     uniq = list(dict.fromkeys(canon))
     remap = np.array([uniq.index(c) for c in canon], dtype=np.int32)
     codes = raw.codes
@@ -108,6 +110,43 @@ def make_scalars(
         copy=False,
     )
     return frame
+
+
+def _one_name_per_point(canon: list[str], raw: pd.Categorical, steps: np.ndarray,
+                        source: Any, n: int) -> list[str]:
+    """Canonical names of ``raw``'s categories, where two written names of one canonical
+    quantity never share a point: when a file writes both on one step (a line with ``loss``
+    and ``total_loss``, a table with ``accuracy`` and ``sparse_categorical_accuracy``), the
+    name written on the most steps keeps the canonical one (the series logged throughout,
+    not an occasional extra), the more direct name (:func:`~autopsy.model.aliases.alias_rank`)
+    where they are as many, and the others keep their own (normalised) names (``NAME_other``
+    where that is the canonical name itself). Names that never meet on a step (one
+    file's ``loss``, another's ``train_loss``) are one series, as before. One pass over the
+    rows of the names concerned."""
+    import numpy as np
+    import pandas as pd
+
+    out = list(canon)
+    codes = np.asarray(raw.codes)
+    src = np.asarray(_categorical(source, n).codes)
+    groups: dict[str, list[int]] = {}
+    for i, name in enumerate(canon):
+        groups.setdefault(name, []).append(i)
+    for name, members in groups.items():
+        if len(members) < 2:
+            continue
+        sel = np.isin(codes, members)
+        rows = pd.DataFrame({"m": codes[sel], "s": src[sel], "t": steps[sel]}).drop_duplicates()
+        meeting = set(rows.loc[rows.duplicated(["s", "t"], keep=False), "m"].tolist())
+        if len(meeting) < 2:
+            continue
+        counts = rows["m"].value_counts()
+        ordered = sorted(meeting, key=lambda i: (-int(counts[i]),
+                                                 alias_rank(str(raw.categories[i]), name), i))
+        for i in ordered[1:]:
+            own = normalise(str(raw.categories[i]))
+            out[i] = own if own != name else f"{name}_other"
+    return out
 
 
 def concat_scalars(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:

@@ -89,19 +89,28 @@ def run_rules(
     return findings, skipped, ran
 
 
+#: Health rules that vouch from less than a falling loss (HLT003: a level excerpt of a run
+#: under way): a cost warning the run shows is its verdict before them.
+WEAK_HEALTH_RULES: frozenset[str] = frozenset({"HLT003"})
+
+
 def pick_verdict(findings: list[Finding], skipped: list[Skipped], run: Run) -> Verdict:
-    """The verdict: the top-ranked failure; else healthy if a health rule vouched; else the
-    top-ranked cost warning (a slow run under the failure bar, with nothing else to say);
-    else unknown."""
+    """The verdict: the top-ranked failure; else healthy if a health rule vouched (one of
+    :data:`WEAK_HEALTH_RULES` only when no cost warning was found); else the top-ranked
+    cost warning (a slow run under the failure bar, with nothing else to say); else
+    unknown."""
     failures = [f for f in findings if is_failure(f)]
     if failures:
         return Verdict.from_finding(rank(failures)[0])
     healthy = [f for f in findings if f.family is Family.HEALTHY]
-    if healthy:
-        return Verdict.from_finding(healthy[0])
+    strong = [f for f in healthy if f.code not in WEAK_HEALTH_RULES]
+    if strong:
+        return Verdict.from_finding(strong[0])
     costs = [f for f in findings if is_cost_warning(f)]
     if costs:  # the one problem the run shows: a cost under the failure bar, still a cost
         return Verdict.from_finding(rank(costs)[0])
+    if healthy:  # only a weak vouch (a level excerpt): healthy, unless a cost said more
+        return Verdict.from_finding(healthy[0])
     if run.scalars.empty:
         return Verdict.unknown("the run has no scalar series (loss, grad_norm, ...) to judge")
     # the health rules' own reasons when they gave one (why the run could not be vouched

@@ -147,6 +147,10 @@ class LineContext:
     #: outside one), and the number of the first epoch (0 or 1; None until a training line)
     gluon_eval: tuple[float, int] | None = None
     gluon_base: int | None = None
+    #: PyTorch's quickstart loop: the samples of the epochs before the current one, and the
+    #: last ``[current/size]`` position read (see :func:`parse_torch_quickstart`)
+    quick_offset: int = 0
+    quick_last: int = -1
 
 
 def _float(text: str) -> float:
@@ -765,6 +769,36 @@ def parse_torch_test_set(text: str, ctx: LineContext) -> MetricLine | None:
     return MetricLine("generic_eval", ctx.train_step, pairs, stateless=False)
 
 
+#: PyTorch's "Learn the Basics" quickstart loop (and the many scripts copied from it):
+#: ``print(f"loss: {loss:>7f}  [{current:>5d}/{size:>5d}]")`` every 100 batches, ``current``
+#: the samples seen so far in the epoch of ``size``; after each epoch ``print(f"Test Error:
+#: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")``.
+_QUICK_TRAIN = re.compile(r"^\s*loss:\s*(" + _NUM + r")\s+\[\s*(\d+)\s*/\s*(\d+)\s*\]\s*$")
+_QUICK_TEST = re.compile(r"^\s*Accuracy:\s*(" + _NUM + r")\s*%,\s*Avg loss:\s*(" + _NUM
+                         + r")\s*$")
+
+
+def parse_torch_quickstart(text: str, ctx: LineContext) -> MetricLine | None:
+    """The quickstart loop's lines (:data:`_QUICK_TRAIN`): a training loss at the samples
+    seen since the start (a position lower than the last one starts the next epoch, whose
+    length the line gives), and the test accuracy (a fraction) and loss after the epoch, at
+    the last training line's step."""
+    m = _QUICK_TRAIN.match(text)
+    if m is not None:
+        current, size = int(m.group(2)), int(m.group(3))
+        if current <= ctx.quick_last:
+            ctx.quick_offset += size
+        ctx.quick_last = current
+        return MetricLine("torch_quickstart", ctx.quick_offset + current,
+                          [("loss", _float(m.group(1)))], stateless=False)
+    m = _QUICK_TEST.match(text)
+    if m is None or ctx.train_step is None:
+        return None
+    return MetricLine("generic_eval", ctx.train_step,
+                      [("val_accuracy", _float(m.group(1)) / 100.0),
+                       ("val_loss", _float(m.group(2)))], stateless=False)
+
+
 _ONMT_VALID = re.compile(r"\bValidation (perplexity|accuracy): (" + _NUM + r")\s*$")
 
 
@@ -920,6 +954,7 @@ ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("step",), parse_tf), (("%|",), parse_bar), ((" - ",), parse_keras_batches),
     (("Validation perplexity: ", "Validation accuracy: "), parse_opennmt_valid),
     ((" set: Average loss: ",), parse_torch_test_set),
+    (("loss: ", "Avg loss: "), parse_torch_quickstart),
     (("batches |", "end of epoch", "End of training"), parse_word_lm),
     (("images/sec: ",), parse_tf_cnn_benchmarks),
     (("G    ",), parse_yolo_console),

@@ -31,13 +31,28 @@ _CURVE_DISCOUNT: dict[str, float] = {"eval_loss": 0.1, "perplexity": 0.1,
                                      "eval_accuracy": 0.2}
 
 
+def failed_for_good(run: Run) -> bool:
+    """Whether a log of the run reports a failure (:data:`FAILURE_EVENTS`) that the run did
+    not go on past (a crash followed by a resume that reached later steps does not count)."""
+    if run.events.empty:
+        return False
+    failed = run.events[run.events["kind"].astype(str).isin(FAILURE_EVENTS)]
+    # per rank only its latest failure matters (a run that went on past it went on past
+    # the earlier ones): one scan of the scalars per rank, not per event
+    latest = failed.groupby(failed["rank"].astype("float64").fillna(-1.0))["step"].max()
+    return bool(failed["step"].isna().any()) or any(
+        went_on_past(run, int(step) + 1, None if rank < 0 else int(rank)) is None
+        for rank, step in latest.items()
+    )
+
+
 def _top(acc: np.ndarray) -> float:
     """The scale of an accuracy: 100 when it is printed in percent, else 1."""
     finite = acc[np.isfinite(acc)]
     return 100.0 if finite.size and float(finite.max()) > 1.0 else 1.0
 
 
-def _curve(run: Run) -> tuple[str, pd.Series, float]:
+def curve(run: Run) -> tuple[str, pd.Series, float]:
     """The first of :data:`_CURVES` the run logged, as a series that falls when training
     works (an accuracy as its error: the scale, 1 or 100, minus the accuracy), and the
     scale (0 for a loss)."""
@@ -115,18 +130,10 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
         measured on the Theil-Sen line instead, and counts only when the line's 95%
         interval for the slope lies below zero (the fall is no accident of the noise).
     """
-    if not run.events.empty:
-        failed = run.events[run.events["kind"].astype(str).isin(FAILURE_EVENTS)]
-        # per rank only its latest failure matters (a run that went on past it went on past
-        # the earlier ones): one scan of the scalars per rank, not per event
-        latest = failed.groupby(failed["rank"].astype("float64").fillna(-1.0))["step"].max()
-        if failed["step"].isna().any() or any(
-            went_on_past(run, int(step) + 1, None if rank < 0 else int(rank)) is None
-            for rank, step in latest.items()
-        ):
-            # the logs say something failed and the run did not go on past it
-            raise ctx.skip("a log reports a failure the run did not go on past")
-    tag, loss, top = _curve(run)
+    if failed_for_good(run):
+        # the logs say something failed and the run did not go on past it
+        raise ctx.skip("a log reports a failure the run did not go on past")
+    tag, loss, top = curve(run)
     values = loss.to_numpy(dtype=float)
     name = tag.replace("_", " ")
     if len(values) < ctx["min_points"]:

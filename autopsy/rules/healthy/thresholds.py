@@ -48,3 +48,27 @@ HLT002: dict[str, Threshold] = {
         "32 halvings to reach 1, and with hysteresis: 2 each halving can take two overflows. "
         "More skips than a whole search from the top is not a search.")),
 }
+
+#: HLT003 loss-level-mid-run.
+HLT003: dict[str, Threshold] = {
+    "min_points": Threshold(3, (
+        "HLT003 judges a level curve from 3 finite points, as HLT001 judges a falling one: the "
+        "fewest on which being level is more than two values that happen to agree.")),
+    "min_start_intervals": Threshold(10, (
+        "The first logged step must be at least 10 logging intervals (the median gap between "
+        "logged steps) into the run: a log written from its start shows its first points, "
+        "so one that begins at its tenth logging point or later is an excerpt or a "
+        "continuation of a run already under way, whose early fall is not shown. A level "
+        "curve from the run's start is the FLAT rules' to judge, not a plateau.")),
+    "max_rel_change": Threshold(0.1, (
+        "The curve is level when the median of its last quarter is within 10% of the median "
+        "of its first (and its Theil-Sen slope is not above zero at 95%): the batch-to-batch "
+        "wander of a loss late in training is of that order, while a loss rising more than "
+        "that is turning (DIV001 and HLT001's max_end_rise judge those), and one falling "
+        "more than HLT001's min_drop is HLT001's.")),
+    "min_accuracy": Threshold(0.01, (
+        "An accuracy logged beside the curve must have a median above 1% of its scale (0.01, "
+        "or 1 when printed in percent): a model that gets (almost) nothing right is stuck, "
+        "not at a plateau, whatever its loss does (FLAT008 judges an accuracy of 0 from the "
+        "run's start).")),
+}
