@@ -321,7 +321,11 @@ class _State:
     bar_steps: int = 0
     restarts: int = 0
     nan_seen: set[tuple[int | None, int]] = field(default_factory=set)
-    top_step: dict[int | None, int] = field(default_factory=dict)
+    #: the last training step of each rank's step counter (one per line format: a
+    #: DeepSpeed ``step=N`` line and the loop's own ``step: N`` count apart), and the
+    #: restarts seen when it was logged
+    top_step: dict[tuple[int | None, str], int] = field(default_factory=dict)
+    top_seg: dict[tuple[int | None, str], int] = field(default_factory=dict)
     contexts: dict[int | None, LineContext] = field(default_factory=dict)
     shapes: Shapes = field(default_factory=Shapes)
     bad_steps: int = 0
@@ -334,17 +338,22 @@ class _State:
     #: when the scan reaches it, is not a second (headerless) exception
     last_exception: dict[int | None, tuple[str, str]] = field(default_factory=dict)
 
-    def segment_for(self, rank: int | None, step: int, train: bool) -> int:
+    def segment_for(self, rank: int | None, step: int, train: bool, counter: str = "") -> int:
         """The segment of a point: the path's attempt plus restarts seen in this file.
 
-        A training step lower than the rank's last training step means the run
-        started again (a resume from a checkpoint) inside the same log.
+        A training step lower than the last one of the same step counter (``counter``: the
+        line's format) on the same rank means the run started again (a resume from a
+        checkpoint) inside the same log. Two counters of one log (DeepSpeed's optimizer
+        ``step=10`` and the loop's own ``step: 9``) are compared each with itself, and a
+        relaunch that sends both back is one restart (:func:`_new_restart`).
         """
         if train:
-            last = self.top_step.get(rank)
-            if last is not None and step < last:
+            key = (rank, counter)
+            last = self.top_step.get(key)
+            if last is not None and step < last and self.top_seg.get(key) == self.restarts:
                 self.restarts += 1
-            self.top_step[rank] = step
+            self.top_step[key] = step
+            self.top_seg[key] = self.restarts
         return self.info.attempt + self.restarts
 
 
@@ -682,8 +691,12 @@ def _add_fast(fast: _Fast, lo: int, hi: int, data: bytes, first_line: int, st: _
         idx, pj = idx[same], pj[same]
         a, b = m.values[row[idx]], m.values[row[pj]]
         keep[idx[(a == b).all(axis=1) & ~np.isnan(a).any(axis=1)]] = False
-    # segments: a training step lower than the rank's last training step is a restart
+    # segments: a training step lower than the last one of its counter is a restart
     restart = np.zeros(n, dtype=bool)
+    last_of: dict[tuple[int | None, str], int] = {}
+    names = sorted({counter_of(m.shape.kind) for m in fast.matched})
+    counters = np.array([names.index(counter_of(m.shape.kind)) for m in fast.matched],
+                        dtype=np.int64)
     for rk, mine in groups:
         key = None if rk == NO_RANK else rk
         kept = mine[keep[mine]]
@@ -692,11 +705,10 @@ def _add_fast(fast: _Fast, lo: int, hi: int, data: bytes, first_line: int, st: _
         sel = kept[train[kept]]
         if len(sel):
             s = steps[sel]
-            top = st.top_step.get(key)
-            prev_steps = np.concatenate(([np.iinfo(np.int64).min if top is None else top],
-                                         s[:-1]))
-            restart[sel] = s < prev_steps
-            st.top_step[key] = int(s[-1])
+            accepted, last_rows = _restarts(st, key, s, counters[part[sel]], names)
+            restart[sel[accepted]] = True
+            for k, at in last_rows.items():
+                last_of[k] = int(sel[at])
             ctx = st.contexts.get(key)  # what its evaluation lines are stepped at
             if ctx is None:
                 ctx = st.contexts[key] = LineContext()
@@ -706,7 +718,10 @@ def _add_fast(fast: _Fast, lo: int, hi: int, data: bytes, first_line: int, st: _
         m = fast.matched[int(part[last])]
         st.last_points[key] = (int(steps[last]), tuple(zip(
             m.shape.tags, m.values[int(row[last])].tolist(), strict=True)))
-    segs = st.info.attempt + st.restarts + np.cumsum(restart)
+    counted = np.cumsum(restart)
+    segs = st.info.attempt + st.restarts + counted
+    for k, at in last_of.items():  # the restarts seen when each counter last logged
+        st.top_seg[k] = st.restarts + int(counted[at])
     st.restarts += int(restart.sum())
     # the points, line by line in file order
     cols = st.out.scalars
@@ -730,6 +745,49 @@ def _add_fast(fast: _Fast, lo: int, hi: int, data: bytes, first_line: int, st: _
     tags = _codes_in_order(codes_by_part, part[order])
     cols.add_columns(np.repeat(steps[order], k), tags, values, np.repeat(walls[order], k),
                      np.repeat(ranks[order], k), np.repeat(segs[order], k))
+
+
+def counter_of(kind: str) -> str:
+    """The step counter a metric line's kind counts with: its format, evaluation lines and
+    epoch summaries of one format with its training lines (``mxnet_epoch`` is ``mxnet``)."""
+    return kind.split("_", 1)[0]
+
+
+def _restarts(st: _State, key: int | None, s: Any, codes: Any, names: list[str]
+              ) -> tuple[Any, dict[tuple[int | None, str], int]]:
+    """Positions in ``s`` (one rank's training steps in a block, in file order; ``codes``
+    their step counters, indices into ``names``) where the run started again: a step lower
+    than the last of its own counter, unless a restart was already seen since that
+    counter's previous row (a relaunch sends every counter back; it is one restart).
+    Updates ``st.top_step``; returns the positions and each counter's last position (the
+    caller sets ``st.top_seg`` once the block's restarts are counted)."""
+    import bisect
+
+    import numpy as np
+
+    cands: list[tuple[int, int]] = []  # (position, position of its counter's previous row)
+    last_at: dict[tuple[int | None, str], int] = {}
+    for c in np.unique(codes).tolist():
+        idx = np.flatnonzero(codes == c)
+        k = (key, names[c])
+        top = st.top_step.get(k)
+        sc = s[idx]
+        prev = np.concatenate(([np.iinfo(np.int64).min if top is None else top], sc[:-1]))
+        for j in np.flatnonzero(sc < prev).tolist():
+            cands.append((int(idx[j]), int(idx[j - 1]) if j > 0 else -1))
+        st.top_step[k] = int(sc[-1])
+        last_at[k] = int(idx[-1])
+    cands.sort()
+    accepted: list[int] = []
+    for pos, before in cands:
+        if before < 0:  # its counter last logged in an earlier block
+            ok = (st.top_seg.get((key, names[int(codes[pos])]), st.restarts) == st.restarts
+                  and not accepted)
+        else:  # no restart accepted between its counter's previous row and this one
+            ok = bisect.bisect_right(accepted, before) == len(accepted)
+        if ok:
+            accepted.append(pos)
+    return np.array(accepted, dtype=np.int64), last_at
 
 
 def _by_rank(ranks: Any) -> list[tuple[int, Any]]:
@@ -1074,7 +1132,7 @@ def _add_metric_line(st: _State, got: MetricLine, rank: int | None, wall: float,
         if ctx is not None:
             ctx.train_step = step
         st.last_train_step = step
-    seg = st.segment_for(rank, step, not got.kind.endswith("_eval"))
+    seg = st.segment_for(rank, step, not got.kind.endswith("_eval"), counter_of(got.kind))
     st.out.scalars.add_line(step, got.values, wall, rank, seg)
     _nan_loss(st, got.values, rank, seg, step, wall, line, text)
     return True
