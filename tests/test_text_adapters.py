@@ -836,3 +836,24 @@ def test_a_loops_bracketed_epoch_count_gives_the_step(tmp_path: Path) -> None:
                         "[2/100] Train Loss: 23.2393, Valid Loss: 43.8521, Valid PCC: -0.3437\n")
     assert _same(_series(s, "loss"), [(1, 32.7932), (2, 23.2393)])
     assert _same(_series(s, "eval_loss"), [(1, 34.8707), (2, 43.8521)])
+
+
+def test_paddleocr_x_padded_nan_and_inf(tmp_path: Path) -> None:
+    """PaddleOCR formats each averaged value with ``'{}: {:x<6f}'.format(k, v)``: finite
+    values have six decimals, a NaN or an Inf is padded with ``x`` (``nanxxx``)."""
+
+    def stats(values: dict[str, float]) -> str:  # PaddleOCR's TrainingStats.log()
+        return ", ".join(f"{k}: {v:x<6f}" for k, v in values.items())
+
+    lines = []
+    for step, loss in ((160, 2.5), (170, math.nan), (180, math.inf), (190, -math.inf)):
+        lines.append(f"[2023/10/06 13:24:33] ppocr INFO: epoch: [1/500], global_step: {step}, "
+                     + stats({"lr": 0.000043, "acc": 0.0, "CTCLoss": loss, "loss": loss})
+                     + ", avg_reader_cost: 0.25367 s, avg_batch_cost: 0.80017 s, "
+                     "avg_samples: 128.0, ips: 159.96559 samples/s, eta: 5 days, 0:36:35")
+    assert "loss: nanxxx" in lines[1] and "loss: -infxx" in lines[3]
+    scalars = _read(tmp_path, "\n".join(lines) + "\n")
+    assert _same(_series(scalars, "loss"), [(160, 2.5), (170, math.nan), (180, math.inf),
+                                            (190, -math.inf)])
+    assert _same(_series(scalars, "ctcloss"), [(160, 2.5), (170, math.nan), (180, math.inf),
+                                               (190, -math.inf)])

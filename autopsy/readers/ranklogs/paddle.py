@@ -55,9 +55,17 @@ _LR_NAMED = re.compile(r"\blr\([^)]*\):")
 _SKIPPED = frozenset({"samples", "eta"})
 
 
+#: PaddleOCR (and PaddleSeg, PaddleVideo) print their averaged values with
+#: ``'{}: {:x<6f}'.format(k, v)``: a finite value has six decimals, but a NaN or an Inf is
+#: padded with ``x`` to six characters (``loss: nanxxx``, ``-infxx``).
+_X_PADDED = re.compile(r"(?<![\w.])(-?(?:nan|inf))x+(?![\w.])")
+
+
 def _pairs(rest: str) -> list[tuple[str, float]]:
     from autopsy.readers.ranklogs.adapters import _COLON_PAIR, _pairs
 
+    if "x" in rest:
+        rest = _X_PADDED.sub(r"\1", rest)
     return [(k, v) for k, v in _pairs(_LR_NAMED.sub("lr:", rest), _COLON_PAIR)
             if k.lower() not in _SKIPPED]
 
