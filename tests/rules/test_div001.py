@@ -224,3 +224,25 @@ def test_near_miss_a_huge_loss_that_falls_below_the_bar_passes() -> None:
     assert _div001(run) == []
     run = synthetic_run({"loss": [3.0, 2.5, 2.0, 1.9, 5e15]})  # one wild last value only
     assert not any("bar" in str(e.summary) for f in _div001(run) for e in f.evidence)
+
+
+# seven TF slim lines from global step 196220 on (every 10 steps): a per-batch loss whose
+# first point is its lowest, then level around 3.2
+EXCERPT_STEPS = list(range(196220, 196290, 10))
+EXCERPT = [2.2232, 3.2711, 3.2512, 3.7080, 3.2773, 3.0040, 3.1116]
+
+
+def test_near_miss_passes_over_an_excerpt_whose_first_point_is_its_lowest() -> None:
+    assert not _div001(synthetic_run({"loss": EXCERPT}, steps=EXCERPT_STEPS))
+
+
+def test_fires_on_an_excerpt_whose_points_after_its_first_climb() -> None:
+    climbing = [2.2, 3.0, 3.3, 3.5, 3.9, 4.2, 4.6]
+    (f,) = _div001(synthetic_run({"loss": climbing}, steps=EXCERPT_STEPS))
+    assert f.step == 196230
+
+
+def test_fires_on_the_same_points_logged_from_the_run_start() -> None:
+    # from step 10 on, the low first point is the run's start: the rise from it is shown
+    (f,) = _div001(synthetic_run({"loss": EXCERPT}, steps=list(range(10, 80, 10))))
+    assert f.step == 20

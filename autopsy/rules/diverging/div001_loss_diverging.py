@@ -219,9 +219,11 @@ def _sparse_rise(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:
     points; from ``min_sparse_points`` on, a loss none of whose points after its best came
     back within ``min_rel_rise`` of it (at least ``min_explode_points`` of them), nor
     within ``noise_k`` times their own trend-free noise (from three of them on), rose and
-    stayed up. When an eval loss is logged it must have risen by ``min_trend_rise`` from
-    its own best as well: a train loss that rises while the eval loss keeps falling is a
-    changed objective or augmentation, not an optimizer overshooting.
+    stayed up; when that best is the first point of an excerpt (``excerpt_start_intervals``),
+    the points after it must also climb (or have exploded). When an eval loss is logged it
+    must have risen by ``min_trend_rise`` from its own best as well: a train loss that rises
+    while the eval loss keeps falling is a changed objective or augmentation, not an
+    optimizer overshooting.
     """
     values = loss.to_numpy(dtype=float)
     steps = loss.index.to_numpy()
@@ -239,6 +241,12 @@ def _sparse_rise(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:
     if not steady and (len(after) < ctx["min_explode_points"]
                        or not (after >= base * need).all()):
         return None
+    if (best_i == 0 and not steady and _excerpt(steps, ctx)
+            and float(np.median(after[-int(ctx["end_points"]):])) < base * ctx["explode_ratio"]):
+        # the excerpt's first point is its lowest: one point is no level the run left
+        trend = theil_sen(loss.iloc[1:])
+        if trend is None or not trend.low > 0:
+            return None
     if steady:  # every logged point above the one before: the sparse form of a steady climb
         need = 1 + ctx["min_trend_rise"]
     evidence: list[Evidence] = []
@@ -284,6 +292,15 @@ def _sparse_rise(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:
         step=start_step, evidence=evidence,
         advice=_advice(run, point, start_step, best_step, last_step, late),
     )
+
+
+def _excerpt(steps: np.ndarray, ctx: RuleContext) -> bool:
+    """Whether a log starts ``excerpt_start_intervals`` logging intervals or more into the run
+    (an excerpt, or a run already under way)."""
+    gaps = np.diff(np.unique(steps.astype(float)))
+    gaps = gaps[gaps > 0]
+    return bool(gaps.size) and float(steps[0]) >= ctx["excerpt_start_intervals"] * float(
+        np.median(gaps))
 
 
 def _steady_climb(loss: pd.Series, ctx: RuleContext) -> bool:

@@ -76,6 +76,13 @@ DIV001: dict[str, Threshold] = {
     "end_points": Threshold(3, (
         "The loss at the end is the median of at least the last 3 points of the rise (or a "
         "smoothing window), so the rise factor reported is not one point's.")),
+    "excerpt_start_intervals": Threshold(10, (
+        "A sparse loss whose lowest point is its first, in a log that starts at least 10 "
+        "logging intervals into the run (an excerpt; HLT003.min_start_intervals reads it the "
+        "same way), has shown no level it left: its one low point may be a lucky batch of a "
+        "noisy per-batch loss. It is a divergence only when the points after it climb (their "
+        "Theil-Sen slope above zero at 95%), climb at every step, or exploded "
+        "(explode_ratio).")),
 }
 
 #: DIV002 loss-spikes.
