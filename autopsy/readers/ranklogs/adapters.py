@@ -799,6 +799,24 @@ def parse_torch_quickstart(text: str, ctx: LineContext) -> MetricLine | None:
                        ("val_loss", _float(m.group(2)))], stateless=False)
 
 
+#: PyTorch's char-RNN tutorials (and their many copies), ``timeSince`` printing
+#: ``'%dm %ds'``: the classification loop's ``print('%d %d%% (%s) %.4f %s / %s %s' % (iter,
+#: iter / n_iters * 100, timeSince(start), loss, line, guess, correct))`` (``5000 5% (0m 12s)
+#: 2.4177 Coelho / Portuguese ✓``) and the generation loop's ``print('%s (%d %d%%) %.4f' %
+#: (timeSince(start), iter, iter / n_iters * 100, loss))`` (``0m 5s (5000 5%) 2.6523``).
+_CHAR_RNN = (re.compile(r"^\s*(\d+) \d+(?:\.\d+)?% \(\d+m \d+s\) (" + _NUM + r")(?:\s|$)"),
+             re.compile(r"^\s*\d+m \d+s \((\d+) \d+(?:\.\d+)?%\) (" + _NUM + r")\s*$"))
+
+
+def parse_char_rnn(text: str, ctx: LineContext) -> MetricLine | None:
+    """A char-RNN tutorial line (:data:`_CHAR_RNN`): the loss at the iteration it prints."""
+    for pattern in _CHAR_RNN:
+        m = pattern.match(text)
+        if m is not None:
+            return MetricLine("char_rnn", int(m.group(1)), [("loss", _float(m.group(2)))])
+    return None
+
+
 _ONMT_VALID = re.compile(r"\bValidation (perplexity|accuracy): (" + _NUM + r")\s*$")
 
 
@@ -955,6 +973,7 @@ ADAPTERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("Validation perplexity: ", "Validation accuracy: "), parse_opennmt_valid),
     ((" set: Average loss: ",), parse_torch_test_set),
     (("loss: ", "Avg loss: "), parse_torch_quickstart),
+    (("% (", "%) "), parse_char_rnn),
     (("batches |", "end of epoch", "End of training"), parse_word_lm),
     (("images/sec: ",), parse_tf_cnn_benchmarks),
     (("G    ",), parse_yolo_console),
