@@ -28,21 +28,20 @@ from autopsy.cli import cli
 from autopsy.readers.registry import supported_slugs
 
 CASES = case_dirs()
-#: Test-half cases that autopsy cannot read yet (exit 2 on a supported format). Per the
+#: Test-half cases that autopsy cannot read yet (exit 2 on a supported format). Six listed
+#: earlier are read since the stepless-lines layout and the tutorial adapters (2026-11-26,
+#: sixth session): the strict marks said so, without the cases being opened. Per the
 #: corpus protocol their files were not looked at to fix the readers: a dev case (or a
 #: fixture) of the same kind is to be found or made and the reader fixed from that. Strict:
 #: the test fails as soon as one is read, so the list cannot go stale.
 KNOWN_UNREAD_TEST_CASES = frozenset({
     "hf_tinyllama_fp16_finetune_eval_loss_nan",
-    "tf_sequence_tagging_lr_0_01_loss_nan_issue_47",
     # collected 2026-11-26 (third batch): "nothing readable" in the test half
     "deepspeed_zero3_cpu_adam_optimizer_step_22_9s_vs_fwd_bwd_1_2s_issue_1635",
     "paddleseg_batch_cost_0_6s_steady_reader_cost_zero_healthy_pr_792",
     # collected 2026-11-26 (fourth batch): "nothing readable" in the test half
     "deepspeed_fp16_loss_scale_8192_steady_state_overflow_every_2min_healthy_issue_1",
-    "generic_log_anogan_tqdm_g_loss_frozen_16_118_d_loss_to_zero_issue_2",
     "generic_log_dcrnn_train_mae_creeps_up_val_mae_still_improving_healthy_issue_60",
-    "generic_log_esim_snli_val_loss_below_train_loss_healthy_issue_17",
     "megatron_t5_pretrain_mbs_gt1_forward_backward_time_grows_each_log_issue_184",
     "tf_insightface_weight_decay_loss_1_91_to_1_6e13_total_loss_diverges_issue_59",
     # collected 2026-11-26 (fifth batch): "nothing readable" in the test half
@@ -51,10 +50,8 @@ KNOWN_UNREAD_TEST_CASES = frozenset({
     "generic_log_torch_imagenet_err_6_907_ln1000_top1_zero_epoch_11_issue_70",
     "generic_log_vindlu_pretrain_data_38s_of_40s_per_step_eta_20_days_slow_issue_10",
     # collected 2026-11-26 (sixth batch): "nothing readable" in the test half
-    "generic_log_pose_estimation_loss_132_to_5_to_131_logging_artifact_healthy_issue_100",
     # collected 2026-11-26 (seventh batch): "nothing readable" in the test half
     "csv_metrics_tacotron2_step_loss_noisy_0_62_to_0_76_avg_steady_healthy_issue_11",
-    "generic_log_reagent_dqn_td_loss_5_to_2_6e6_in_9_reports_diverging_issue_189",
     "generic_log_yolov6_iou_dfl_loss_0_map_0_labels_not_used_not_decreasing_issue_614",
     # collected 2026-11-26 (eighth batch): "nothing readable" in the test half
     "generic_log_ddp_cnn_47_epochs_ce_loss_flat_0_95_accuracy_94_to_98_rendezvous_warnings_healthy",
@@ -64,7 +61,6 @@ KNOWN_UNREAD_TEST_CASES = frozenset({
     "nccl_log_pytorch_2_4_pg_not_destroyed_warning_wall_normal_exit_healthy_issue_126275",
     # collected 2026-11-26 (tenth batch): "nothing readable" in the test half
     "generic_log_dagmm_train_loss_flat_401_7_for_20_epochs_not_decreasing_issue_10",
-    "generic_log_libtorch_linear_regression_loss_644_to_1e38_then_minus_nan_issue_11",
 })
 #: Dev-half cases not read yet, each with the reason (a dev case is read or listed here).
 KNOWN_UNREAD_DEV_CASES: dict[str, str] = {

@@ -251,3 +251,62 @@ def test_a_long_bare_run_is_streamed_and_integer_runs_are_bounded() -> None:
     block.line("Epoch 1", 1)
     block.line(" ".join(f"loss{i}: {i}.5" for i in range(4 * BLOCK_MAX_NAMES)), 2)
     assert len(block.block) == BLOCK_MAX_NAMES
+
+
+def _stepless_loop(epochs: int = 6, nan_from: int | None = None) -> tuple[str, list[float]]:
+    """A hand-written loop that prints its epoch losses with no epoch number, as many do:
+    ``print(f"Train Loss: {loss:.4f}, Train Acc: {acc:.2f}")`` then the validation line;
+    trained for real on a tiny classifier."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    y = (x[:, 0] > 0).long()
+    model = nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    lines, losses = [], []
+    for epoch in range(epochs):
+        out = model(x)
+        loss = nn.functional.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        train_loss = float("nan") if nan_from is not None and epoch >= nan_from else loss.item()
+        acc = (out.argmax(1) == y).float().mean().item()
+        losses.append(float(f"{train_loss:.4f}"))
+        lines.append(f"Train Loss: {train_loss:.4f}, Train Acc: {acc:.2f}")
+        with torch.no_grad():
+            val = nn.functional.cross_entropy(model(x[:64]), y[:64]).item()
+        lines.append(f"Val Loss: {val:.4f}")
+    return "\n".join(lines) + "\n", losses
+
+
+def test_stepless_lines_are_numbered_by_their_count(tmp_path: Path) -> None:
+    from autopsy.readers.ranklogs.structured import STEPLESS_MIN_LINES
+
+    text, losses = _stepless_loop()
+    s, problems = _read(tmp_path, text)
+    assert _series(s, "loss") == [(i, v) for i, v in enumerate(losses, 1)]
+    assert [step for step, _ in _series(s, "eval_loss")] == list(range(1, 7))
+    assert [step for step, _ in _series(s, "accuracy")] == list(range(1, 7))
+    (p,) = [p for p in problems if p.kind == "assumed_step"]
+    assert p.count == 12 and STEPLESS_MIN_LINES <= 6
+
+
+def test_near_miss_too_few_stepless_lines_or_a_log_with_steps(tmp_path: Path) -> None:
+    text, _ = _stepless_loop(epochs=1)  # one training and one validation line
+    s, problems = _read(tmp_path, text)
+    assert s.empty and not any(p.kind == "assumed_step" for p in problems)
+    # a log whose steps the line parsers read is never numbered by count
+    stepped = "".join(f"step {i} loss {1 / i:.4f}\nloss: {2 / i:.4f}\n" for i in range(1, 6))
+    s, problems = _read(tmp_path, stepped, "stepped.log")
+    assert _series(s, "loss")[:2] == [(1, 1.0), (2, 0.5)]
+    assert not any(p.kind == "assumed_step" for p in problems)
+
+
+def test_a_stepless_loss_gone_nan_is_a_nan_verdict(tmp_path: Path) -> None:
+    text, _ = _stepless_loop(epochs=8, nan_from=5)
+    (tmp_path / "train.log").write_text(text, encoding="utf-8")
+    verdict = autopsy.api.diagnose(autopsy.load_run(tmp_path)).verdict
+    assert (verdict.family.value, verdict.step) == ("nan_inf", 6)

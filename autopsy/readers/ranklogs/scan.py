@@ -54,7 +54,11 @@ from autopsy.readers.ranklogs.metrics import (
     parse_metrics,
 )
 from autopsy.readers.ranklogs.shapes import Matched, Shapes, learn, match_block
-from autopsy.readers.ranklogs.structured import STRUCTURE_MAX_BYTES, read_structured
+from autopsy.readers.ranklogs.structured import (
+    STRUCTURE_MAX_BYTES,
+    read_stepless,
+    read_structured,
+)
 from autopsy.readers.ranklogs.timestamps import parse_time
 
 #: ``AUTOPSY_RANKLOGS_SHAPES=0`` reads every metric line with the adapters, never by a
@@ -412,6 +416,16 @@ def _read_structured(path: Path, rel: str, info: PathInfo, out: FileResult) -> N
                  "training loss", used="the numbers after the step as loss values",
             kind="assumed_name",
             count=bare))
+    if not points:
+        try:
+            points = stepless = read_stepless(path, emit)
+        except (OSError, EOFError):
+            points = stepless = 0  # the same read failed above, and is a problem already
+        if stepless:
+            out.problems.append(Problem(
+                rel, f"{stepless:,} lines of named values with no step: each numbered by its "
+                     "count among the lines of its kind", used="the count as the step",
+                kind="assumed_step", count=stepless))
     if points:
         out.scalars.settle()
         _close_events(st)

@@ -19,6 +19,12 @@ to :data:`STRUCTURE_MAX_BYTES`. Each layout below was met in public logs:
   :data:`BARE_MIN_ROWS` such lines have increasing steps and values that are not all
   integers; a problem says the names were assumed.
 
+* **stepless lines**, last, when none of the above gave a point: lines of named values
+  with no step anywhere (``loss: 0.5213 acc: 0.81``, ``Train Loss: 644.2``), one of them a
+  loss or an accuracy; each kind of line (the same names in the same order) is numbered by
+  its own count, 1, 2, 3..., from :data:`STEPLESS_MIN_LINES` such lines on, and a problem
+  says the steps were assumed.
+
 A dated timestamp at the head of a line (``2018-04-14T05:56:02.271397 Step: 0; Accuracy:
 0.065;``) is the point's wall time and is not part of the layout.
 
@@ -56,6 +62,16 @@ BARE_MAX_PENDING = 10_000
 #: Distinct names kept in one block (256: a step of a real log names a few dozen values at
 #: most; past that the lines are not a metric block, and the block would grow with the file).
 BLOCK_MAX_NAMES = 256
+
+#: Lines of one kind (the same names) with no step needed before they are read as a
+#: curve numbered by their count (3: the fewest from which a curve says more than its
+#: values; one or two named numbers in a log are as likely a summary as a training loop).
+STEPLESS_MIN_LINES = 3
+#: Kinds of stepless lines counted apart (16: a loop prints a training, an evaluation and
+#: maybe a test line; past that the names vary line by line and they are no loop's prints).
+STEPLESS_MAX_KINDS = 16
+#: Words of a stepless line's names of which one must be there: the line reports training.
+_STEPLESS_WORDS = ("loss", "cost", "entropy", "nll", "acc")
 
 #: Words of a name that make it a metric worth keeping (the line adapters' own list, short).
 _METRIC_WORDS = ("loss", "acc", "lr", "learning", "ppl", "perplexity", "f1", "bleu", "auc",
@@ -266,3 +282,50 @@ def read_structured(path: Path, emit: Callable[[MetricLine, int, float], None]
     reader.flush_bare()
     reader.flush_block()
     return reader.emitted, reader.bare_kept
+
+
+def read_stepless(path: Path, emit: Callable[[MetricLine, int, float], None]) -> int:
+    """Read ``path`` for stepless lines (see the module docstring), giving each point to
+    ``emit``; returns the lines read. Memory is constant: a count and at most
+    :data:`STEPLESS_MIN_LINES` - 1 held lines per kind, for :data:`STEPLESS_MAX_KINDS` kinds.
+
+    Raises what reading the file raises (the caller records it as a problem)."""
+    counts: dict[tuple[str, ...], int] = {}
+    held: dict[tuple[str, ...], list[tuple[list[tuple[str, float]], int, float]]] = {}
+    read = 0
+    for text, number in _lines(path):
+        stripped = text.strip()
+        if not stripped or _STEP_LINE.match(stripped):
+            continue
+        wall = math.nan
+        stamp = _STAMP.match(stripped)
+        if stamp is not None:
+            wall = parse_time(stripped)[0]
+            stripped = stripped[stamp.end():].strip()
+        pairs: list[tuple[str, float]] = []
+        for key, value in _PAIR.findall(stripped):
+            name = _name(key)
+            low = name.lower()
+            if low in _STEP_NAMES:
+                pairs = []
+                break  # a step after all (``Epoch: 3``): not a stepless line
+            if _metric(low) and all(name != k for k, _ in pairs):
+                pairs.append((name, _float(value)))
+        if not pairs or not any(w in k.lower() for k, _ in pairs for w in _STEPLESS_WORDS):
+            continue
+        kind = tuple(k for k, _ in pairs)
+        if kind not in counts:
+            if len(counts) >= STEPLESS_MAX_KINDS:
+                continue
+            counts[kind] = 0
+            held[kind] = []
+        counts[kind] += 1
+        if counts[kind] < STEPLESS_MIN_LINES:
+            held[kind].append((pairs, number, wall))
+            continue
+        for i, (old, line, at) in enumerate(held.pop(kind, []), start=1):
+            emit(MetricLine("generic", i, old, stateless=False), line, at)
+            read += 1
+        emit(MetricLine("generic", counts[kind], pairs, stateless=False), number, wall)
+        read += 1
+    return read
