@@ -857,3 +857,17 @@ def test_paddleocr_x_padded_nan_and_inf(tmp_path: Path) -> None:
                                             (190, -math.inf)])
     assert _same(_series(scalars, "ctcloss"), [(160, 2.5), (170, math.nan), (180, math.inf),
                                                (190, -math.inf)])
+
+
+def test_an_evaluation_accuracy_on_a_line_of_its_own(tmp_path: Path) -> None:
+    """An evaluation's accuracy printed alone, named with its phase, is the eval accuracy at
+    the line's step; a training accuracy alone, or an unnamed one, is not read as one."""
+    scalars = _read(tmp_path, (
+        "2019-05-21 16:26:02.627367 Iter 5040: Training Loss = 0.0148, Accuracy = 1.0000\n"
+        "2019-05-21 16:26:17.227455 Iter 5100: Training Loss = 0.0552, Accuracy = 0.9800\n"
+        "2019-05-21 16:26:27.450521 Iter 5120: Testing Accuracy = 0.4336\n"
+        "Epoch 3 Test Accuracy: 0.85\n"
+        "step 300 val_acc: 0.5\n"
+        "step 310 train_acc: 0.7\n"))
+    assert _same(_series(scalars, "eval_accuracy"), [(5120, 0.4336), (3, 0.85), (300, 0.5)])
+    assert _same(_series(scalars, "accuracy"), [(5040, 1.0), (5100, 0.98)])

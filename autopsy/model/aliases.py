@@ -160,6 +160,7 @@ JOINED_PHASE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("valid_", "eval_"),
     ("validation_", "eval_"),
     ("test_", "eval_"),
+    ("testing_", "eval_"),
     ("dev_", "eval_"),
 )
 

@@ -452,7 +452,7 @@ _WORDS_LOSS = re.compile(r"(?<![\w])((?:(?i:total|train|training|val|valid|valid
 #: 0.91``): the key keeps the phase, so a best-so-far or a test figure is not the accuracy.
 _WORDS_METRIC = re.compile(
     r"(?<![\w])((?i:best[ _](?:train|training|val|valid|validation|test|eval)|best|train|"
-    r"training|val|valid|validation|test|eval)[ _](?i:acc|accuracy|top1|top5|f1|auc|ppl|"
+    r"training|val|valid|validation|test|testing|eval)[ _](?i:acc|accuracy|top1|top5|f1|auc|ppl|"
     r"perplexity|bleu|map|miou|iou|precision|recall))\s*(?:[:=]\s*)?" + _VALUE
     + r"(?=[\s,;`|)\]]|$)")
 
@@ -736,8 +736,11 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
             uniq.append((key, _float(m.group(2))))
     if not any(w in k.lower() for k, _ in uniq for w in LOSS_WORDS) and not any(
             k.lower() in EXACT_LOSS_KEYS for k, _ in uniq) and not (
-            from_header and uniq and keys <= phased):  # Lasagne's "validation accuracy:" line
-        return None
+            from_header and uniq and keys <= phased) and not (  # Lasagne's "validation
+            uniq and keys <= phased and _evaluation_only(keys)):  # accuracy:" line
+        return None  # (an evaluation's own line: ``Iter 5120: Testing Accuracy = 0.43``)
+    if not evaluation and uniq and keys <= phased and _evaluation_only(keys):
+        evaluation = True
     if any(k.lower() == "data_wait_time" for k, _ in uniq):
         # the wait the training loop saw; a worker's own load time overlaps the compute
         uniq = [(k, v) for k, v in uniq if k.lower() != "data_load_time"]
@@ -748,6 +751,20 @@ def parse_generic_pairs(text: str, ctx: LineContext) -> MetricLine | None:
                 for k, v in uniq]
         return MetricLine("generic_eval", step, uniq, stateless=stateless)
     return MetricLine("generic", step, uniq, stateless=stateless)
+
+
+_EVAL_PHASES = ("val", "valid", "validation", "test", "testing", "eval", "best_val",
+                "best_valid", "best_validation", "best_test", "best_eval")
+
+
+def _evaluation_only(keys: set[str]) -> bool:
+    """Whether every key names an evaluation's metric by its phase (``testing_accuracy``,
+    ``val_acc``; a best-so-far ``best_test_acc`` among them): a line of an evaluation's
+    accuracy, read though it holds no loss. A training key among them (``train_acc``) or a
+    bare one (``acc``) is not."""
+    evals = [k for k in keys if k.startswith(tuple(p + "_" for p in _EVAL_PHASES))]
+    return bool(evals) and len(evals) == len(keys) and not all(
+        k.startswith("best") for k in evals)
 
 
 #: The evaluation line of the PyTorch mnist example (and the many scripts copied from it):

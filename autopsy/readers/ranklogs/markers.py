@@ -93,6 +93,9 @@ METRIC_MARKERS: tuple[bytes, ...] = (
     # PyTorch's char-RNN tutorials: ``5000 5% (0m 12s) 2.4177 Coelho / Portuguese ✓`` and
     # ``0m 5s (5000 5%) 2.6523`` (no loss named on the line)
     b"% (", b"%) ",
+    # an evaluation's accuracy on a line of its own (``Iter 5120: Testing Accuracy = 0.43``,
+    # ``step 300 val_acc: 0.5``)
+    b"ccuracy", b"acc:", b"acc=", b"Acc:", b"Acc=",
     b" : Up. ",  # Marian ``Ep. 1 : Up. 1000 : Sen. 81308 : Cost 84.54 : ...`` and [valid]
 )
 

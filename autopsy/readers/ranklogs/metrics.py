@@ -196,6 +196,8 @@ def _parse_metrics(text: str, ctx: LineContext | None) -> MetricLine | None:
         return parse_generic_pairs(text, ctx)
     if ctx is not None and ctx.keras_epoch is not None and "accuracy:" in low:
         return parse_generic_pairs(text, ctx)  # Lasagne's "  validation accuracy:\t\t89 %"
+    if "acc" in low:  # an evaluation's accuracy alone: ``Iter 5120: Testing Accuracy = 0.43``
+        return parse_generic_pairs(text, ctx if ctx is not None else LineContext())
     return None
 
 
