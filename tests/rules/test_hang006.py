@@ -39,8 +39,11 @@ def _interrupted(tmp_path: Path, script: str) -> Path:
     """Run ``script``, interrupt it (Ctrl-C) once it is going, and keep what it printed."""
     src = tmp_path / "train.py"
     src.write_text(script)
+    # Ctrl-C's default action in the child even when pytest itself ignores SIGINT (a
+    # background job of a non-interactive shell does, and its children inherit that)
     proc = subprocess.Popen([sys.executable, str(src)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout is not None
     guard = threading.Timer(120, proc.kill)  # a script that never gets going fails, not hangs
     guard.start()
