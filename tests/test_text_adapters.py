@@ -871,3 +871,22 @@ def test_an_evaluation_accuracy_on_a_line_of_its_own(tmp_path: Path) -> None:
         "step 310 train_acc: 0.7\n"))
     assert _same(_series(scalars, "eval_accuracy"), [(5120, 0.4336), (3, 0.85), (300, 0.5)])
     assert _same(_series(scalars, "accuracy"), [(5040, 1.0), (5100, 0.98)])
+
+
+def test_accuracies_printed_in_percent_keep_their_phase_and_value(tmp_path: Path) -> None:
+    """``Train Acc: 81.20% | Val Acc: 78.90%`` (f-strings with ``{acc*100:.2f}%``) and
+    ``acc=81.2%``: each accuracy is read, with its phase, at its printed value."""
+    rows = [(1, 0.91, 0.6512, 0.86, 0.7012), (2, 0.62, 0.7805, 0.70, 0.7520),
+            (3, 0.52, 0.8120, 0.61, 0.7890)]
+    text = "".join(
+        f"Epoch: {e} | Train Loss: {tl:.2f} | Train Acc: {ta * 100:.2f}% | "
+        f"Val Loss: {vl:.2f} | Val Acc: {va * 100:.2f}%\n" for e, tl, ta, vl, va in rows)
+    text += "Epoch 4, Validation accuracy: 80.1%\n"
+    scalars = _read(tmp_path, text)
+    assert _same(_series(scalars, "accuracy"), [(1, 65.12), (2, 78.05), (3, 81.2)])
+    assert _same(_series(scalars, "eval_accuracy"), [(1, 70.12), (2, 75.2), (3, 78.9),
+                                                     (4, 80.1)])
+    assert _same(_series(scalars, "eval_loss"), [(1, 0.86), (2, 0.7), (3, 0.61)])
+    bar = _read(tmp_path, "".join(f"[{i}/10] loss={1 / i:.2f} acc={50 + i:.1f}%\n"
+                                  for i in range(1, 4)), "bar.log")
+    assert _same(_series(bar, "accuracy"), [(1, 51.0), (2, 52.0), (3, 53.0)])

@@ -67,7 +67,7 @@ _SPACE_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z_][\w/.@-]*)\s+" + _VALUE
                          + r"s?(?=[\s,;`|)\]]|$)")
 #: ``key=value`` and ``key = value`` pairs (tqdm postfixes, TF, fairseq, generic).
 _EQ_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z_][\w/.@-]*)\s?=\s?" + _VALUE
-                      + r"(?=[\s,;`|)\]]|$)")
+                      + r"%?(?=[\s,;`|)\]]|$)")  # ``acc=81.2%``: the value as printed
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 #: Keys never kept as series (clock times, counters of the bar itself, ids).
 SKIPPED_KEYS = frozenset({"eta", "v_num", "epoch", "iter", "iteration", "step", "steps",
@@ -454,7 +454,7 @@ _WORDS_METRIC = re.compile(
     r"(?<![\w])((?i:best[ _](?:train|training|val|valid|validation|test|eval)|best|train|"
     r"training|val|valid|validation|test|testing|eval)[ _](?i:acc|accuracy|top1|top5|f1|auc|ppl|"
     r"perplexity|bleu|map|miou|iou|precision|recall))\s*(?:[:=]\s*)?" + _VALUE
-    + r"(?=[\s,;`|)\]]|$)")
+    + r"%?(?=[\s,;`|)\]]|$)")  # an accuracy printed in percent keeps its printed value
 
 
 #: A line that starts with its phase and a counter: ``Train 3, loss: ...``, ``Test 3: ...``.
