@@ -23,6 +23,7 @@ from autopsy.rules.diverging._shared import (
 from autopsy.rules.diverging.thresholds import DIV001
 from autopsy.rules.registry import rule
 from autopsy.signals import first_non_finite, theil_sen
+from autopsy.signals.interval import start_in_intervals
 
 #: Exponents are capped here: a loss that jumps by 1e19 in a step makes log-space slopes
 #: whose exponential overflows a float (math.exp raises past ~709.78).
@@ -241,7 +242,9 @@ def _sparse_rise(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:
     if not steady and (len(after) < ctx["min_explode_points"]
                        or not (after >= base * need).all()):
         return None
-    if (best_i == 0 and not steady and _excerpt(steps, ctx)
+    start = start_in_intervals(steps)
+    if (best_i == 0 and not steady and start is not None
+            and start >= ctx["excerpt_start_intervals"]
             and float(np.median(after[-int(ctx["end_points"]):])) < base * ctx["explode_ratio"]):
         # the excerpt's first point is its lowest: one point is no level the run left
         trend = theil_sen(loss.iloc[1:])
@@ -292,15 +295,6 @@ def _sparse_rise(run: Run, ctx: RuleContext, loss: pd.Series) -> Finding | None:
         step=start_step, evidence=evidence,
         advice=_advice(run, point, start_step, best_step, last_step, late),
     )
-
-
-def _excerpt(steps: np.ndarray, ctx: RuleContext) -> bool:
-    """Whether a log starts ``excerpt_start_intervals`` logging intervals or more into the run
-    (an excerpt, or a run already under way)."""
-    gaps = np.diff(np.unique(steps.astype(float)))
-    gaps = gaps[gaps > 0]
-    return bool(gaps.size) and float(steps[0]) >= ctx["excerpt_start_intervals"] * float(
-        np.median(gaps))
 
 
 def _steady_climb(loss: pd.Series, ctx: RuleContext) -> bool:

@@ -67,6 +67,20 @@ def curve(run: Run) -> tuple[str, pd.Series, float]:
     return "loss", run.series("loss"), 0.0
 
 
+def judged_curve(run: Run, ctx: RuleContext, what: str) -> tuple[str, pd.Series, float]:
+    """The curve a health rule judges (:func:`curve`), after the checks every health rule
+    makes first: no failure the run did not go on past, and at least ``min_points`` points
+    (``what`` names what they would show, for the skip's reason). Raises the rule's skip."""
+    if failed_for_good(run):
+        # the logs say something failed and the run did not go on past it
+        raise ctx.skip("a log reports a failure the run did not go on past")
+    tag, series, top = curve(run)
+    if len(series) < ctx["min_points"]:
+        raise ctx.skip(f"the {tag.replace('_', ' ')} has {len(series)} point(s); {what} needs "
+                       f"{ctx['min_points']} (min_points)")
+    return tag, series, top
+
+
 def _scaler_skips(run: Run, bad: np.ndarray, after: int) -> bool:
     """Whether the non-finite loss points ``bad`` read as a loss scaler's skipped steps: an
     fp16 scaler is in use (:func:`~autopsy.rules.nan_inf._fp16.scaler_active`), no two are
@@ -130,15 +144,9 @@ def loss_decreasing(run: Run, ctx: RuleContext) -> Finding | None:
         measured on the Theil-Sen line instead, and counts only when the line's 95%
         interval for the slope lies below zero (the fall is no accident of the noise).
     """
-    if failed_for_good(run):
-        # the logs say something failed and the run did not go on past it
-        raise ctx.skip("a log reports a failure the run did not go on past")
-    tag, loss, top = curve(run)
+    tag, loss, top = judged_curve(run, ctx, "a fall")
     values = loss.to_numpy(dtype=float)
     name = tag.replace("_", " ")
-    if len(values) < ctx["min_points"]:
-        raise ctx.skip(f"the {name} has {len(values)} point(s); a fall needs "
-                       f"{ctx['min_points']} (min_points)")
     bad_loss = ~np.isfinite(values)
     if bad_loss.any():
         # a loss scaler's skipped steps, logged as NaN/Inf loss points the run went on past

@@ -7,9 +7,10 @@ import numpy as np
 from autopsy.model.finding import Evidence, Family, Finding, Severity
 from autopsy.model.run import Run
 from autopsy.rules.context import RuleContext
-from autopsy.rules.healthy.hlt001_loss_decreasing import curve, failed_for_good
+from autopsy.rules.healthy.hlt001_loss_decreasing import judged_curve
 from autopsy.rules.healthy.thresholds import HLT003
 from autopsy.rules.registry import rule
+from autopsy.signals.interval import logging_interval, start_in_intervals
 from autopsy.signals.trend import theil_sen
 
 
@@ -52,14 +53,9 @@ def loss_level_mid_run(run: Run, ctx: RuleContext) -> Finding | None:
         The curve's first and last quarter medians, its points and step range, and the
         first step against the logging interval.
     """
-    if failed_for_good(run):
-        raise ctx.skip("a log reports a failure the run did not go on past")
-    tag, series, top = curve(run)
+    tag, series, top = judged_curve(run, ctx, "a level")
     values = series.to_numpy(dtype=float)
     name = tag.replace("_", " ")
-    if len(values) < ctx["min_points"]:
-        raise ctx.skip(f"the {name} has {len(values)} point(s); a level needs "
-                       f"{ctx['min_points']} (min_points)")
     if not np.isfinite(values).all():
         raise ctx.skip(f"the {name} is not finite throughout")
     grad = run.series("grad_norm").to_numpy(dtype=float)
@@ -83,13 +79,12 @@ def loss_level_mid_run(run: Run, ctx: RuleContext) -> Finding | None:
                 raise ctx.skip(f"the {acc_tag.replace('_', ' ')} is about 0 (min_accuracy): "
                                "the model gets nothing right")
     steps = series.index.to_numpy()
-    gaps = np.diff(steps)
-    gaps = gaps[gaps > 0]
-    if not gaps.size:
+    start = start_in_intervals(steps)
+    if start is None:
         raise ctx.skip(f"the {name} is logged at one step")
-    interval = float(np.median(gaps))
+    interval = logging_interval(steps)
     first, last = int(steps[0]), int(steps[-1])
-    if first < ctx["min_start_intervals"] * interval:
+    if start < ctx["min_start_intervals"]:
         raise ctx.skip(f"the log starts at step {first}, within {ctx['min_start_intervals']} "
                        f"logging intervals of {interval:g} (min_start_intervals): its start "
                        "is shown, the FLAT rules judge a level from there")

@@ -38,6 +38,7 @@ from autopsy.model.finding import Evidence
 from autopsy.model.run import Run
 from autopsy.rules.lr_regime import PeakLR, Regime, lr_regime, peak_lr
 from autopsy.signals import Plateau, plateau_test
+from autopsy.signals.interval import start_in_intervals
 
 #: Architecture name endings whose loss is a cross-entropy over ``num_labels`` classes.
 CLASSIFIER_HEADS = ("ForSequenceClassification", "ForTokenClassification",
@@ -272,9 +273,8 @@ def _zero_lr(run: Run, loss: Any, t: Mapping[str, Any]) -> FlatLoss | None:
     y, steps = values[finite], loss.index.to_numpy()[finite]
     if y.size < int(t["min_constant_points"]):
         return None
-    gaps = np.diff(np.unique(steps.astype(float)))
-    interval = float(np.median(gaps)) if gaps.size else 0.0
-    if interval <= 0 or float(steps.min()) > float(t["late_start_intervals"]) * interval:
+    start = start_in_intervals(steps)
+    if start is None or start > float(t["late_start_intervals"]):
         return None
     initial = float(np.median(y[: max(1, int(t["initial_points"]))]))
     level = float(np.median(y))

@@ -8,6 +8,7 @@ from autopsy.rules.context import RuleContext
 from autopsy.rules.not_decreasing._flat import FlatLoss, flat_loss
 from autopsy.rules.not_decreasing.thresholds import FLAT
 from autopsy.rules.registry import rule
+from autopsy.signals.interval import start_in_intervals
 
 
 def _unknowns(flat: FlatLoss) -> tuple[list[str], list[str]]:
@@ -38,14 +39,8 @@ def _unknowns(flat: FlatLoss) -> tuple[list[str], list[str]]:
 def _starts_late(run: Run, flat: FlatLoss, ctx: RuleContext) -> bool:
     """Whether the judged series starts more than ``late_start_intervals`` logging
     intervals after step 0: a window cut from the middle of the run."""
-    import numpy as np
-
-    steps = run.series(flat.tag).dropna().index.to_numpy(dtype=float)
-    if steps.size < 2:
-        return False
-    gaps = np.diff(np.unique(steps))
-    interval = float(np.median(gaps)) if gaps.size else 0.0
-    return interval > 0 and float(steps.min()) > ctx["late_start_intervals"] * interval
+    start = start_in_intervals(run.series(flat.tag).dropna().index)
+    return start is not None and start > ctx["late_start_intervals"]
 
 
 @rule(
