@@ -58,7 +58,11 @@ def open_binary(path: Path) -> BinaryIO:
     return open(path, "rb")
 
 
-def read_head(path: Path, n: int = 512) -> bytes:
+#: The first bytes :func:`looks_like_text` judges a file on.
+TEXT_SNIFF_BYTES = 512
+
+
+def read_head(path: Path, n: int = TEXT_SNIFF_BYTES) -> bytes:
     """Return the first ``n`` bytes of ``path`` (decompressed for ``.gz``), or ``b""``."""
     try:
         with open(path, "rb") as fh:

@@ -31,6 +31,7 @@ from autopsy.readers.ranklogs.fastpath import Found, block_hits, marker_offsets
 from autopsy.readers.ranklogs.layout import PathInfo, inline_rank, path_info, split_prefix
 from autopsy.readers.ranklogs.lines import (
     NUMBERED_HEAD_BYTES,
+    TEXT_SNIFF_BYTES,
     clean,
     iter_blocks,
     looks_like_text,
@@ -349,7 +350,8 @@ class _State:
         line's format) on the same rank means the run started again (a resume from a
         checkpoint) inside the same log. Two counters of one log (DeepSpeed's optimizer
         ``step=10`` and the loop's own ``step: 9``) are compared each with itself, and a
-        relaunch that sends both back is one restart (:func:`_new_restart`).
+        relaunch that sends both back is one restart (as :func:`_restarts` judges the lines
+        read by shape).
         """
         if train:
             key = (rank, counter)
@@ -371,11 +373,11 @@ def scan_file(path: Path, rel: str, cap: int | None = None) -> FileResult:
     if path.name.endswith(".json"):
         _read_error_json(path, rel, info, out)
         return out
-    head = read_head(path)
-    if head and not looks_like_text(head):
+    head = read_head(path, NUMBERED_HEAD_BYTES)
+    if head and not looks_like_text(head[:TEXT_SNIFF_BYTES]):
         out.problems.append(Problem(rel, "does not look like text; not read", kind="not_text"))
         return out
-    numbered = numbered_lines(read_head(path, NUMBERED_HEAD_BYTES))
+    numbered = numbered_lines(head)
     # a numbered paste is read with its numbers taken off, block by block: the fast path's
     # offsets are the file's, so it is not used
     found = None if numbered else marker_offsets(path)
@@ -419,8 +421,12 @@ def _read_structured(path: Path, rel: str, info: PathInfo, out: FileResult) -> N
     if not points:
         try:
             points = stepless = read_stepless(path, emit)
-        except (OSError, EOFError):
-            points = stepless = 0  # the same read failed above, and is a problem already
+        except (OSError, EOFError) as exc:
+            points, stepless = len(out.scalars), 0
+            if not any(p.kind == "truncated" for p in out.problems):
+                out.problems.append(Problem(
+                    rel, f"read stopped early: {type(exc).__name__}: {exc}",
+                    used="the lines before it", kind="truncated"))
         if stepless:
             out.problems.append(Problem(
                 rel, f"{stepless:,} lines of named values with no step: each numbered by its "
@@ -779,9 +785,19 @@ def _restarts(st: _State, key: int | None, s: Any, codes: Any, names: list[str]
 
     import numpy as np
 
+    present = np.unique(codes).tolist()
+    if len(present) == 1:  # one counter (nearly every log): every step going back restarts,
+        k = (key, names[present[0]])  # vectorised; the block's first row only when no
+        top = st.top_step.get(k)      # other counter restarted since it last logged
+        back = np.flatnonzero(s < np.concatenate(
+            ([np.iinfo(np.int64).min if top is None else top], s[:-1])))
+        if back.size and back[0] == 0 and st.top_seg.get(k, st.restarts) != st.restarts:
+            back = back[1:]
+        st.top_step[k] = int(s[-1])
+        return back.astype(np.int64), {k: len(s) - 1}
     cands: list[tuple[int, int]] = []  # (position, position of its counter's previous row)
     last_at: dict[tuple[int | None, str], int] = {}
-    for c in np.unique(codes).tolist():
+    for c in present:
         idx = np.flatnonzero(codes == c)
         k = (key, names[c])
         top = st.top_step.get(k)

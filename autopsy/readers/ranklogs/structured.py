@@ -287,7 +287,8 @@ def read_structured(path: Path, emit: Callable[[MetricLine, int, float], None]
 def read_stepless(path: Path, emit: Callable[[MetricLine, int, float], None]) -> int:
     """Read ``path`` for stepless lines (see the module docstring), giving each point to
     ``emit``; returns the lines read. Memory is constant: a count and at most
-    :data:`STEPLESS_MIN_LINES` - 1 held lines per kind, for :data:`STEPLESS_MAX_KINDS` kinds.
+    :data:`STEPLESS_MIN_LINES` - 1 held lines per kind, for :data:`STEPLESS_MAX_KINDS` kinds,
+    each line's names capped at :data:`BLOCK_MAX_NAMES`.
 
     Raises what reading the file raises (the caller records it as a problem)."""
     counts: dict[tuple[str, ...], int] = {}
@@ -303,14 +304,18 @@ def read_stepless(path: Path, emit: Callable[[MetricLine, int, float], None]) ->
             wall = parse_time(stripped)[0]
             stripped = stripped[stamp.end():].strip()
         pairs: list[tuple[str, float]] = []
-        for key, value in _PAIR.findall(stripped):
-            name = _name(key)
+        names: set[str] = set()
+        for m in _PAIR.finditer(stripped):
+            name = _name(m.group(1))
             low = name.lower()
             if low in _STEP_NAMES:
                 pairs = []
                 break  # a step after all (``Epoch: 3``): not a stepless line
-            if _metric(low) and all(name != k for k, _ in pairs):
-                pairs.append((name, _float(value)))
+            if _metric(low) and name not in names:
+                if len(names) >= BLOCK_MAX_NAMES:
+                    break  # as many names as a block may hold: the rest of the line is not read
+                names.add(name)
+                pairs.append((name, _float(m.group(2))))
         if not pairs or not any(w in k.lower() for k, _ in pairs for w in _STEPLESS_WORDS):
             continue
         kind = tuple(k for k, _ in pairs)
