@@ -193,28 +193,33 @@ def test_a_paste_with_line_numbers_is_read_without_them(tmp_path: Path) -> None:
 
 
 def test_cat_n_numbered_metric_lines_keep_their_values(tmp_path: Path) -> None:
-    # ``cat -n``: the number right-aligned in six columns, then a tab
-    rows = [f"{{'loss': {2.0 - i / 10:.1f}, 'learning_rate': 5e-05, 'epoch': {i / 10:.1f}}}"
-            for i in range(1, 9)]
+    # ``cat -n``: the number right-aligned in six columns, then a tab; the PyTorch quickstart's
+    # ``loss: 2.303633  [   64/60000]`` is read only from the start of its line
+    losses = [2.3 - i / 10 for i in range(8)]
+    rows = [f"loss: {loss:>7f}  [{64 + 6400 * i:>5d}/60000]" for i, loss in enumerate(losses)]
     log = tmp_path / "train.log"
     log.write_text("".join(f"{n:6d}\t{row}\n" for n, row in enumerate(rows, 1)))
     part = _read(log)
-    loss = part.scalars[part.scalars["tag"] == "loss"]["value"].round(3).tolist()
-    assert loss == [round(2.0 - i / 10, 3) for i in range(1, 9)]
+    loss = part.scalars[part.scalars["tag"] == "loss"]
+    assert loss["value"].round(6).tolist() == [round(v, 6) for v in losses]
+    assert loss["step"].tolist() == [64 + 6400 * i for i in range(8)]
 
 
 def test_numbered_lines_across_blocks(tmp_path: Path, monkeypatch) -> None:
     from autopsy.readers.ranklogs import lines as lines_mod
 
     monkeypatch.setattr(lines_mod, "BLOCK_BYTES", 4096)
-    rows = [f"step {i} loss {1.0 / i:.6f}" for i in range(1, 2001)]
+    # the char-RNN tutorial's ``5000 5% (0m 12s) 2.4177 Coelho / Portuguese ✓``, read only
+    # from the line's start
+    rows = [f"{i} {i // 20}% (0m {i % 60}s) {1.0 / i:.4f} Coelho / Portuguese ✓"
+            for i in range(1, 2001)]
     log = tmp_path / "train.log"
     log.write_text("".join(f"{n} {row}\n" for n, row in enumerate(rows, 1)))
     assert log.stat().st_size > 10 * 4096
     part = _read(log)
     loss = part.scalars[part.scalars["tag"] == "loss"].sort_values("step")
     assert loss["step"].tolist() == list(range(1, 2001))
-    assert loss["value"].iloc[-1] == round(1.0 / 2000, 6)
+    assert loss["value"].iloc[-1] == round(1.0 / 2000, 4)
 
 
 def test_what_is_not_a_numbered_paste() -> None:
